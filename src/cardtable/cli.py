@@ -1,0 +1,115 @@
+"""The ``cardtable`` command: ``serve``, ``replay`` and ``simulate``, thin commands over the layers above."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from cardtable import records
+from cardtable.replay import IllegalRecordAction, ReplayResult, fold
+
+app = typer.Typer(help="cardtable: Nerts and Enemy Anemone, with friends and bots.", no_args_is_help=True)
+simulate_app = typer.Typer(help="Play bot-only hands or games and summarise them.", no_args_is_help=True)
+app.add_typer(simulate_app, name="simulate")
+
+console = Console()
+errors = Console(stderr=True)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    db: Annotated[
+        str | None,
+        typer.Option(help="Database URL (default: a SQLite file in your data folder; postgresql+asyncpg://... works)."),
+    ] = None,
+) -> None:
+    """Host tables for people and bots: the lobby and both games at http://HOST:PORT/."""
+    from cardtable.server.app import serve as run_server
+
+    run_server(host=host, port=port, db=db)
+
+
+def _print_result(result: ReplayResult, seats: list[records.Seat]) -> None:
+    table = Table(title="Hands")
+    table.add_column("hand", justify="right")
+    for seat in seats:
+        table.add_column(seat.name, justify="right")
+    table.add_column("ended")
+    for number, hand in enumerate(result.hands):
+        table.add_row(str(number), *(str(s) for s in hand.scores), hand.ended or "in progress")
+    table.add_row("total", *(str(t) for t in result.totals), "", style="bold")
+    console.print(table)
+    if result.anemones is not None:
+        console.print("anemones: " + ", ".join(f"{seat.name} {faces}" for seat, faces in zip(seats, result.anemones)))
+    if result.winner is not None:
+        console.print("winner: " + ", ".join(seats[w].name for w in result.winner))
+    else:
+        console.print("the match is not over")
+
+
+@app.command()
+def replay(
+    file: Annotated[Path, typer.Argument(help="A cardtable/1 record (JSON).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")] = False,
+) -> None:
+    """Check a record by replaying it: exit 1 if it cannot be read, 2 at the first illegal action, else 0."""
+    try:
+        record = records.load(file)
+        result = fold(record)
+    except records.RecordError as error:
+        errors.print(f"error: {error}", markup=False, highlight=False)
+        raise typer.Exit(1) from None
+    except IllegalRecordAction as error:
+        errors.print(f"illegal: {error}", markup=False, highlight=False)
+        raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(json.dumps(result.to_dict()))
+    else:
+        _print_result(result, record.seats)
+
+
+@simulate_app.command("nerts")
+def simulate_nerts(
+    players: Annotated[int, typer.Option(min=1, max=8, help="Seats, all bots.")] = 4,
+    hands: Annotated[int, typer.Option(min=1, help="Hands to play (matches with --match).")] = 10,
+    seed: Annotated[int, typer.Option(help="Seed of the first deal; the rest follow from it.")] = 1,
+    out: Annotated[Path | None, typer.Option(help="Write every record as a JSON line here.")] = None,
+    jobs: Annotated[int, typer.Option(min=1, help="Processes.")] = 1,
+    match: Annotated[bool, typer.Option("--match", help="Play whole matches to the target score.")] = False,
+) -> None:
+    """Greedy bots play Nerts hands to the end; prints a summary table."""
+    from cardtable.sim import nerts
+
+    nerts.run(players=players, hands=hands, seed=seed, out=out, jobs=jobs, match_mode=match, bots=None)
+
+
+@simulate_app.command("anemone")
+def simulate_anemone(
+    players: Annotated[int, typer.Option(min=2, max=6, help="Seats, all bots.")] = 4,
+    games: Annotated[int, typer.Option(min=1, help="Games (matches) to play.")] = 20,
+    bots: Annotated[str, typer.Option(help="Comma-separated bot specs, cycled over the seats.")] = "heuristic,random",
+    seed: Annotated[int, typer.Option(help="Seed of the first deal.")] = 1,
+    out: Annotated[Path | None, typer.Option(help="Write every record as a JSON line here.")] = None,
+    jobs: Annotated[int, typer.Option(min=1, help="Processes.")] = 1,
+) -> None:
+    """Bots play Enemy Anemone games with seats rotated; prints win rates with 95% intervals."""
+    from cardtable.sim import anemone
+
+    specs = [spec.strip() for spec in bots.split(",") if spec.strip()]
+    try:
+        anemone.run(players=players, games=games, bots=specs, seed=seed, jobs=jobs, out=out)
+    except ValueError as error:
+        errors.print(f"error: {error}", markup=False, highlight=False)
+        raise typer.Exit(1) from None
+
+
+def main() -> None:
+    """Entry point for ``python -m cardtable``."""
+    app()

@@ -1,0 +1,1 @@
+"""Simulations and tournaments: many bot-only hands or games, in many processes."""

@@ -1,0 +1,22 @@
+"""The examples in docstrings run as doctests (python-chess style)."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "cardtable.cards",
+    "cardtable.records",
+    "cardtable.games",
+    "cardtable.bots",
+    "cardtable.sim.runner",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_doctests(name: str) -> None:
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0, f"{name} has no examples"
+    assert result.failed == 0
