@@ -47,7 +47,7 @@ def _print_result(result: ReplayResult, seats: list[records.Seat]) -> None:
     table.add_row("total", *(str(t) for t in result.totals), "", style="bold")
     console.print(table)
     if result.anemones is not None:
-        console.print("anemones: " + ", ".join(f"{seat.name} {faces}" for seat, faces in zip(seats, result.anemones)))
+        console.print("anemones: " + ", ".join(f"{seat.name} {faces}" for seat, faces in zip(seats, result.anemones, strict=True)))
     if result.winner is not None:
         console.print("winner: " + ", ".join(seats[w].name for w in result.winner))
     else:

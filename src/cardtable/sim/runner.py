@@ -12,7 +12,14 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 T = TypeVar("T")
 R = TypeVar("R")
