@@ -1,0 +1,909 @@
+"""Enemy Anemone: the rules engine (``shared/rules/enemy-anemone.md``; players' page ``docs/rules/enemy-anemone.md``).
+
+A trick-taking game in which every card played into a trick must be of a suit not yet in it; a seat with no such
+card discards one into its own score pile. The highest card wins the trick, the lowest takes an anemone (+1 or +2
+to a later card).
+
+- :class:`AnemoneOptions`: ``players`` (2 to 6), ``rounds`` (1 to 10), ``random_first_leader``.
+- :class:`AnemoneMatch`: a match (``rounds`` hands) as a fold over a record's deals and actions.
+- :class:`AnemoneState`: one hand in play; ``view`` (``docs/views-anemone.md``), ``legal_actions``, ``apply``.
+
+Cards are written rank then suit (``"7C"``, ``"10F"``). Inside the engine a card is an ``int``,
+``suit_index * 10 + rank - 1`` (``"1A"`` is 0, ``"10F"`` is 59), so that random playouts are cheap.
+
+>>> match = AnemoneMatch(AnemoneOptions(players=3))
+>>> state = match.start_hand({"seed": 7})
+>>> state.to_act(), len(state.view(0)["hand"]), state.view(None)["hand_counts"]
+([0], 10, [10, 10, 10])
+>>> action = state.legal_actions(0)[0]
+>>> [event["type"] for event in state.apply(0, action, 0)]
+['played']
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cardtable.cards import CREATURE_SUITS, CreatureCard
+from cardtable.engine import Action, Event, HandResult, IllegalAction, OptionSpec, View
+from cardtable.games import GameInfo, register
+
+ANEMONE_CARDS = 9
+"""Anemone cards in the game: supply plus every seat's holding is always 9."""
+
+BONUS_RANKS = frozenset({3, 5, 8})
+"""Ranks worth one extra point in a score pile ("End of a hand")."""
+
+CODE: tuple[str, ...] = tuple(f"{rank}{suit}" for suit in CREATURE_SUITS for rank in range(1, 11))
+"""Card code by engine card number: ``CODE[0] == "1A"``, ``CODE[59] == "10F"``."""
+
+SUIT_OF: tuple[int, ...] = tuple(card // 10 for card in range(60))
+RANK_OF: tuple[int, ...] = tuple(card % 10 + 1 for card in range(60))
+POINTS_OF: tuple[int, ...] = tuple(2 if card % 10 + 1 in BONUS_RANKS else 1 for card in range(60))
+"""Points a card is worth in a score pile: 1, or 2 for a 3, 5 or 8."""
+
+_NUMBER: dict[str, int] = {code: number for number, code in enumerate(CODE)}
+
+
+def card_number(code: str) -> int:
+    """The engine number of a card code (``"7c"`` and ``"7C"`` alike); ``ValueError`` names a bad code."""
+    number = _NUMBER.get(code) if isinstance(code, str) else None
+    if number is None:
+        card = CreatureCard.parse(code)
+        number = (ord(card.suit) - ord("A")) * 10 + card.rank - 1
+    return number
+
+
+def sort_key(code: str) -> int:
+    """Sort key of a card code: suit by suit, rank within a suit (the order hands are shown in)."""
+    return card_number(code)
+
+
+def game_cards(players: int) -> list[int]:
+    """Every card of a ``players``-seat game, suit by suit (the fixed pack order a seed shuffles).
+
+    2 seats: suits A-D without 1s and 10s (32 cards); 3-5 seats: one suit per seat (10 each);
+    6 seats: all six suits without 1s and 10s (48 cards). ("Set-up")
+    """
+    if players == 2:
+        return [s * 10 + r - 1 for s in range(4) for r in range(2, 10)]
+    if players == 6:
+        return [s * 10 + r - 1 for s in range(6) for r in range(2, 10)]
+    return [s * 10 + r - 1 for s in range(players) for r in range(1, 11)]
+
+
+def hand_size(players: int) -> int:
+    """Cards dealt to each seat: 8 with 2 or 6 seats, else 10."""
+    return 8 if players in (2, 6) else 10
+
+
+def _sub_multisets(faces: Sequence[int]) -> list[tuple[int, ...]]:
+    ones = faces.count(1)
+    twos = len(faces) - ones
+    return [(1,) * i + (2,) * j for i in range(ones + 1) for j in range(twos + 1)]
+
+
+# --------------------------------------------------------------------------------------------------- options
+
+
+@dataclass(frozen=True, slots=True)
+class AnemoneOptions:
+    """A table's options ("Options"): ``players`` 2 to 6 (default 4), ``rounds`` (hands) 1 to 10 (default 4),
+    ``random_first_leader`` (default false: seat 0 leads the first hand)."""
+
+    players: int = 4
+    rounds: int = 4
+    random_first_leader: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("players", "rounds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"option {name!r}: expected a whole number, not {value!r}")
+        if not 2 <= self.players <= 6:
+            raise ValueError(f"option 'players': must be 2 to 6, not {self.players}")
+        if not 1 <= self.rounds <= 10:
+            raise ValueError(f"option 'rounds': must be 1 to 10, not {self.rounds}")
+        if not isinstance(self.random_first_leader, bool):
+            raise ValueError(
+                f"option 'random_first_leader': expected true or false, not {self.random_first_leader!r}"
+            )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AnemoneOptions:
+        """Options from a record's ``options``: missing ones take their defaults.
+
+        Raises ``ValueError`` naming the option when one is unknown, of the wrong type or out of range.
+        """
+        if not isinstance(data, Mapping):
+            raise ValueError("options: expected an object")
+        known = {spec.name for spec in OPTION_SPECS}
+        for key in data:
+            if key not in known:
+                raise ValueError(f"option {key!r}: unknown option (known: {', '.join(sorted(known))})")
+        return cls(**{key: data[key] for key in known if key in data})
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every option, JSON-ready."""
+        return {
+            "players": self.players,
+            "rounds": self.rounds,
+            "random_first_leader": self.random_first_leader,
+        }
+
+
+OPTION_SPECS: list[OptionSpec] = [
+    OptionSpec("players", "int", 4, minimum=2, maximum=6, help="Seats at the table."),
+    OptionSpec("rounds", "int", 4, minimum=1, maximum=10, help="Hands in the game."),
+    OptionSpec(
+        "random_first_leader", "bool", False, help="Draw the first leader at random (else seat 0 leads)."
+    ),
+]
+
+
+# --------------------------------------------------------------------------------------------------- anemones
+
+
+def take_anemone(
+    anemones: list[list[int]], supply: int, seat: int, plus_two: bool = False
+) -> tuple[int, Event]:
+    """``seat`` takes an anemone ("Taking an anemone"); mutates ``anemones`` and returns the new supply and the event.
+
+    Normal taking: flip one of its +1 to +2; else a +1 from the supply; else the other seat holding the most
+    anemone cards (tie: nearest clockwise from ``seat``) gives one (a +1 if it has one), arriving +1 side up;
+    else nothing. With ``plus_two`` (the 6-seat end of a hand's lowest): no flip; a new card +2 side up from the
+    supply, else given as above arriving +2 side up. The event is
+    ``{"type": "anemone", "seat": s, "how": "flip" | "supply" | "given" | "none", "from": giver or None, "face": f}``.
+    """
+    held = anemones[seat]
+    face = 2 if plus_two else 1
+    if not plus_two and 1 in held:
+        held.remove(1)
+        held.append(2)
+        return supply, {"type": "anemone", "seat": seat, "how": "flip", "from": None, "face": 2}
+    if supply > 0:
+        held.append(face)
+        return supply - 1, {"type": "anemone", "seat": seat, "how": "supply", "from": None, "face": face}
+    players = len(anemones)
+    giver = -1
+    most = 0
+    for step in range(1, players):
+        other = (seat + step) % players
+        count = len(anemones[other])
+        if count > most:
+            most = count
+            giver = other
+    if giver < 0:
+        return supply, {"type": "anemone", "seat": seat, "how": "none", "from": None, "face": 0}
+    given = anemones[giver]
+    given.remove(1 if 1 in given else 2)
+    held.append(face)
+    return supply, {"type": "anemone", "seat": seat, "how": "given", "from": giver, "face": face}
+
+
+# --------------------------------------------------------------------------------------------------- the hand
+
+
+_Play = tuple[int, int, tuple[int, ...], int, int]
+"""A card in the trick: (seat, card, anemone faces, value, order within the trick)."""
+_Discard = tuple[int, int, int]
+"""A discard during a trick: (seat, card, order within the trick)."""
+_Trick = tuple[int, tuple[_Play, ...], tuple[_Discard, ...], int, int]
+"""A finished trick: (leader, plays, discards, winner, lowest)."""
+
+
+class AnemoneState:
+    """One hand of Enemy Anemone in play (``engine.HandState``).
+
+    Build it with :meth:`AnemoneMatch.start_hand`, :meth:`new` or, for a bot's determinization,
+    :meth:`from_view`. Copy it with :meth:`copy` (cheap: lists of ints and tuples).
+    """
+
+    __slots__ = (
+        "_last_ms",
+        "anem",
+        "deck",
+        "hands",
+        "history",
+        "k",
+        "leader",
+        "mask",
+        "n_turns",
+        "over",
+        "piles",
+        "players",
+        "points",
+        "round",
+        "rounds",
+        "supply",
+        "tdisc",
+        "trick",
+        "turn",
+    )
+
+    players: int
+    n_turns: int
+    hands: list[list[int]]
+    deck: list[int]
+    anem: list[list[int]]
+    supply: int
+    piles: list[list[int]]
+    points: list[int]
+    leader: int
+    turn: int
+    k: int
+    trick: list[_Play]
+    tdisc: list[_Discard]
+    mask: int
+    history: list[_Trick]
+    over: bool
+    round: int | None
+    rounds: int | None
+    _last_ms: int
+
+    @classmethod
+    def new(
+        cls,
+        hands: Sequence[Sequence[int]],
+        deck: Sequence[int] = (),
+        leader: int = 0,
+        anemones: Sequence[Sequence[int]] | None = None,
+        round: int | None = None,
+        rounds: int | None = None,
+    ) -> AnemoneState:
+        """A hand about to start: engine card numbers per seat, the 2-seat ``deck`` (top first), the ``leader``
+        and each seat's anemone faces (none by default; the supply holds the rest of the 9).
+
+        ``round``/``rounds`` (1-based hand number, hands in the match) only appear in the view. No checks: the
+        match checks deals (:meth:`AnemoneMatch.check_deal`).
+        """
+        self = cls.__new__(cls)
+        players = len(hands)
+        self.players = players
+        self.n_turns = 4 if players == 2 else players
+        self.hands = [list(hand) for hand in hands]
+        self.deck = list(deck)
+        self.anem = [list(faces) for faces in anemones] if anemones is not None else [[] for _ in hands]
+        self.supply = ANEMONE_CARDS - sum(len(faces) for faces in self.anem)
+        self.piles = [[] for _ in hands]
+        self.points = [0] * players
+        self.leader = leader
+        self.turn = leader
+        self.k = 0
+        self.trick = []
+        self.tdisc = []
+        self.mask = 0
+        self.history = []
+        self.over = not any(self.hands)
+        self.round = round
+        self.rounds = rounds
+        self._last_ms = 0
+        return self
+
+    @classmethod
+    def from_view(cls, view: View, hands: Sequence[Sequence[str]], deck: Sequence[str] = ()) -> AnemoneState:
+        """Rebuild a full state from a seat's ``view`` (``docs/views-anemone.md``) plus every seat's hidden cards.
+
+        ``hands`` gives each seat's hand (the viewing seat's own included) and ``deck`` the 2-seat deck, top
+        first: a determinization as a searching bot samples it. Everything else (trick, score piles, anemones,
+        supply, history, leader, turn) comes from the view. Raises ``ValueError`` when ``hands`` do not match
+        the view's ``hand_counts`` or ``deck`` its ``deck_count``.
+        """
+        players = int(view["players"])
+        if len(hands) != players or [len(hand) for hand in hands] != list(view["hand_counts"]):
+            raise ValueError("hands: sizes do not match the view's hand_counts")
+        if len(deck) != int(view.get("deck_count", 0)):
+            raise ValueError("deck: size does not match the view's deck_count")
+        self = cls.new(
+            [[card_number(code) for code in hand] for hand in hands],
+            [card_number(code) for code in deck],
+            int(view["leader"]),
+            [list(faces) for faces in view["anemones"]],
+            view.get("round"),
+            view.get("rounds"),
+        )
+        self.supply = int(view["supply"])
+        self.piles = [[card_number(code) for code in pile] for pile in view["score_piles"]]
+        self.points = [sum(POINTS_OF[card] for card in pile) for pile in self.piles]
+
+        def plays(entries: Sequence[Mapping[str, Any]]) -> list[_Play]:
+            return [
+                (
+                    int(e["seat"]),
+                    card_number(e["card"]),
+                    tuple(e["anemones"]),
+                    int(e["value"]),
+                    int(e.get("order", i)),
+                )
+                for i, e in enumerate(entries)
+            ]
+
+        def discards(entries: Sequence[Mapping[str, Any]]) -> list[_Discard]:
+            return [(int(e["seat"]), card_number(e["card"]), int(e.get("order", 0))) for e in entries]
+
+        self.trick = plays(view["trick"])
+        self.tdisc = discards(view["trick_discards"])
+        self.k = len(self.trick) + len(self.tdisc)
+        self.mask = 0
+        for play in self.trick:
+            self.mask |= 1 << SUIT_OF[play[1]]
+        self.history = [
+            (
+                int(t["leader"]),
+                tuple(plays(t["plays"])),
+                tuple(discards(t["discards"])),
+                int(t["winner"]),
+                int(t["lowest"]),
+            )
+            for t in view["tricks"]
+        ]
+        self.over = bool(view["over"])
+        if view.get("turn") is not None:
+            self.turn = int(view["turn"])
+        return self
+
+    def copy(self) -> AnemoneState:
+        """An independent copy (cheap enough for thousands of playouts per move)."""
+        other = AnemoneState.__new__(AnemoneState)
+        other.players = self.players
+        other.n_turns = self.n_turns
+        other.hands = [hand[:] for hand in self.hands]
+        other.deck = self.deck[:]
+        other.anem = [faces[:] for faces in self.anem]
+        other.supply = self.supply
+        other.piles = [pile[:] for pile in self.piles]
+        other.points = self.points[:]
+        other.leader = self.leader
+        other.turn = self.turn
+        other.k = self.k
+        other.trick = self.trick[:]
+        other.tdisc = self.tdisc[:]
+        other.mask = self.mask
+        other.history = self.history[:]
+        other.over = self.over
+        other.round = self.round
+        other.rounds = self.rounds
+        other._last_ms = self._last_ms
+        return other
+
+    # ------------------------------------------------------------------ fast internal API (bots, playouts)
+
+    def playable_cards(self) -> list[int]:
+        """Cards the seat to act may play into the trick (suits not yet in it); empty means it must discard."""
+        mask = self.mask
+        return [card for card in self.hands[self.turn] if not (mask >> SUIT_OF[card]) & 1]
+
+    def moves(self) -> list[tuple[bool, int, tuple[int, ...]]]:
+        """Every legal move of the seat to act as ``(is_play, card, anemone faces)``; empty once over."""
+        if self.over:
+            return []
+        playable = self.playable_cards()
+        if not playable:
+            return [(False, card, ()) for card in self.hands[self.turn]]
+        subs = _sub_multisets(self.anem[self.turn])
+        return [(True, card, sub) for card in playable for sub in subs]
+
+    def step(
+        self, is_play: bool, card: int, anemones: tuple[int, ...] = (), events: list[Event] | None = None
+    ) -> None:
+        """Apply a move of the seat to act, unchecked (the caller took it from :meth:`moves`).
+
+        Events are appended to ``events`` when given (``apply`` does; playouts pass ``None``).
+        """
+        seat = self.turn
+        self.hands[seat].remove(card)
+        order = self.k
+        if is_play:
+            value = RANK_OF[card]
+            if anemones:
+                held = self.anem[seat]
+                for face in anemones:
+                    held.remove(face)
+                    value += face
+                self.supply += len(anemones)
+            self.trick.append((seat, card, anemones, value, order))
+            self.mask |= 1 << SUIT_OF[card]
+            if events is not None:
+                events.append(
+                    {
+                        "type": "played",
+                        "seat": seat,
+                        "card": CODE[card],
+                        "anemones": list(anemones),
+                        "value": value,
+                    }
+                )
+        else:
+            self.tdisc.append((seat, card, order))
+            self.piles[seat].append(card)
+            self.points[seat] += POINTS_OF[card]
+            if events is not None:
+                events.append({"type": "discarded", "seat": seat, "card": CODE[card]})
+        self.k = order + 1
+        if self.k < self.n_turns:
+            self.turn = (self.leader + self.k) % self.players
+            return
+        self._finish_trick(events)
+
+    def _finish_trick(self, events: list[Event] | None) -> None:
+        trick = self.trick
+        winner = lowest = trick[0][0]
+        high = low = trick[0][3]
+        for play in trick:
+            value = play[3]
+            if value >= high:
+                high = value
+                winner = play[0]
+            if value <= low:
+                low = value
+                lowest = play[0]
+        pile = self.piles[winner]
+        gained = 0
+        for play in trick:
+            pile.append(play[1])
+            gained += POINTS_OF[play[1]]
+        self.points[winner] += gained
+        self.history.append((self.leader, tuple(trick), tuple(self.tdisc), winner, lowest))
+        if events is not None:
+            events.append(
+                {
+                    "type": "trick_won",
+                    "winner": winner,
+                    "lowest": lowest,
+                    "cards": [CODE[p[1]] for p in trick],
+                }
+            )
+        self.supply, event = take_anemone(self.anem, self.supply, lowest)
+        if events is not None:
+            events.append(event)
+        if self.deck:
+            for seat in (winner, 1 - winner):
+                drawn = self.deck[:2]
+                del self.deck[:2]
+                self.hands[seat].extend(drawn)
+                if events is not None:
+                    events.append(
+                        {"type": "drew", "seat": seat, "count": len(drawn), "cards": [CODE[c] for c in drawn]}
+                    )
+        self.trick = []
+        self.tdisc = []
+        self.mask = 0
+        self.k = 0
+        self.leader = winner
+        self.turn = winner
+        if not any(self.hands):
+            self.over = True
+            if events is not None:
+                events.append({"type": "hand_over", "scores": self.points[:]})
+
+    def playout(self, rng: random.Random, anemone_chance: float = 0.1) -> None:
+        """Play the hand to its end at random: a uniformly random card; anemones, when held, with probability
+        ``anemone_chance`` (a random sub-multiset). Used by benchmarks and searching bots."""
+        hands = self.hands
+        rand = rng.random
+        while not self.over:
+            mask = self.mask
+            hand = hands[self.turn]
+            playable = [card for card in hand if not (mask >> SUIT_OF[card]) & 1]
+            if playable:
+                card = playable[int(rand() * len(playable))]
+                held = self.anem[self.turn]
+                if held and rand() < anemone_chance:
+                    subs = _sub_multisets(held)
+                    self.step(True, card, subs[int(rand() * len(subs))])
+                else:
+                    self.step(True, card)
+            else:
+                self.step(False, hand[int(rand() * len(hand))])
+
+    # ------------------------------------------------------------------ HandState
+
+    @property
+    def is_over(self) -> bool:
+        """True once every hand is empty."""
+        return self.over
+
+    @property
+    def ended(self) -> str | None:
+        """``"complete"`` once the hand is over, else ``None``."""
+        return "complete" if self.over else None
+
+    def scores(self) -> list[int]:
+        """Points per seat so far: 1 per card in the score pile, 1 more per 3, 5 and 8 in it."""
+        return self.points[:]
+
+    def to_act(self) -> list[int]:
+        """``[seat]`` whose turn it is; empty once over."""
+        return [] if self.over else [self.turn]
+
+    def clock_action(self) -> tuple[int, Action] | None:
+        """Always ``None``: nothing in Enemy Anemone happens by the clock."""
+        return None
+
+    def legal_actions(self, seat: int) -> list[Action]:
+        """Every action of ``seat`` now: each playable card with each sub-multiset of its anemone faces
+        (``{"type": "play", "card": "7C", "anemones": [1, 2]}``, faces sorted), or, when it holds no card of a
+        suit not yet in the trick, ``{"type": "discard", "card": ...}`` for each card. Empty off turn."""
+        if self.over or seat != self.turn:
+            return []
+        out: list[Action] = []
+        for is_play, card, sub in self.moves():
+            if is_play:
+                out.append({"type": "play", "card": CODE[card], "anemones": list(sub)})
+            else:
+                out.append({"type": "discard", "card": CODE[card]})
+        return out
+
+    def check(self, seat: int | None, action: Mapping[str, Any]) -> tuple[bool, int, tuple[int, ...]]:
+        """Check ``action`` for ``seat`` without applying it; returns the move ``(is_play, card, faces)``.
+
+        Raises :class:`IllegalAction` with the reason ("A trick" steps 1-3, the 2-seat variant).
+        """
+        if self.over:
+            raise IllegalAction("the hand is over")
+        if not isinstance(action, Mapping):
+            raise IllegalAction("an action is an object with a type")
+        kind = action.get("type")
+        if kind not in ("play", "discard"):
+            raise IllegalAction(f"unknown action type {kind!r} (expected 'play' or 'discard')")
+        extra = set(action) - {"type", "card", "anemones"}
+        if extra:
+            raise IllegalAction(f"unknown field {sorted(extra)[0]!r} in a {kind} action")
+        if seat is None:
+            raise IllegalAction("the table takes no actions in Enemy Anemone")
+        if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < self.players:
+            raise IllegalAction(f"no seat {seat!r}")
+        if seat != self.turn:
+            raise IllegalAction(f"not seat {seat}'s turn (seat {self.turn} is to act)")
+        code = action.get("card")
+        if not isinstance(code, str):
+            raise IllegalAction(f"a {kind} action needs a card code")
+        try:
+            card = card_number(code)
+        except ValueError as error:
+            raise IllegalAction(str(error)) from None
+        faces_raw = action.get("anemones", [])
+        if not isinstance(faces_raw, list) or any(
+            isinstance(f, bool) or not isinstance(f, int) or f not in (1, 2) for f in faces_raw
+        ):
+            raise IllegalAction("anemones must be a list of faces, each 1 or 2")
+        faces = tuple(sorted(faces_raw))
+        hand = self.hands[seat]
+        if card not in hand:
+            raise IllegalAction(f"seat {seat} does not hold {CODE[card]}")
+        playable = self.playable_cards()
+        if kind == "discard":
+            if faces:
+                raise IllegalAction("a discard takes no anemones")
+            if playable:
+                raise IllegalAction(
+                    f"seat {seat} cannot discard: it holds a card of a suit not yet in this trick "
+                    f"({', '.join(CODE[c] for c in sorted(playable))})"
+                )
+            return False, card, ()
+        if card not in playable:
+            if playable:
+                raise IllegalAction(
+                    f"suit {CREATURE_SUITS[SUIT_OF[card]]} is already in this trick; seat {seat} must play a suit "
+                    f"not yet in it ({', '.join(CODE[c] for c in sorted(playable))})"
+                )
+            raise IllegalAction(
+                f"suit {CREATURE_SUITS[SUIT_OF[card]]} is already in this trick and seat {seat} holds no suit "
+                "not yet in it: it must discard"
+            )
+        held = list(self.anem[seat])
+        for face in faces:
+            if face not in held:
+                raise IllegalAction(
+                    f"seat {seat} does not hold the anemones {list(faces)} (it holds {sorted(self.anem[seat])})"
+                )
+            held.remove(face)
+        return True, card, faces
+
+    def apply(self, seat: int | None, action: Mapping[str, Any], ms: int = 0) -> list[Event]:
+        """Apply ``seat``'s action at ``ms`` and return its events (``played``, ``discarded``, ``trick_won``,
+        ``anemone``, ``drew``, ``hand_over``; ``docs/views-anemone.md``).
+
+        Raises :class:`IllegalAction` and changes nothing when the action is malformed, out of turn, names a card
+        or anemones the seat does not hold, breaks the suit rule, or ``ms`` went backwards.
+        """
+        if isinstance(ms, bool) or not isinstance(ms, int):
+            raise IllegalAction(f"ms must be a whole number, not {ms!r}")
+        if ms < self._last_ms:
+            raise IllegalAction(f"time went backwards ({ms} ms after {self._last_ms} ms)")
+        is_play, card, faces = self.check(seat, action)
+        events: list[Event] = []
+        self.step(is_play, card, faces, events)
+        self._last_ms = ms
+        return events
+
+    def events_for(self, events: Sequence[Event], seat: int | None) -> list[Event]:
+        """``events`` as ``seat`` sees them: a ``drew`` event keeps its ``cards`` only for the seat that drew."""
+        out: list[Event] = []
+        for event in events:
+            if event.get("type") == "drew" and event.get("seat") != seat:
+                out.append({"type": "drew", "seat": event["seat"], "count": event["count"]})
+            else:
+                out.append(dict(event))
+        return out
+
+    def view(self, seat: int | None) -> View:
+        """What ``seat`` may see (``None``: a spectator); the shape is ``docs/views-anemone.md``."""
+        codes = CODE
+        mask = self.mask
+
+        def play_dict(p: _Play) -> dict[str, Any]:
+            return {"seat": p[0], "card": codes[p[1]], "anemones": list(p[2]), "value": p[3], "order": p[4]}
+
+        def discard_dict(d: _Discard) -> dict[str, Any]:
+            return {"seat": d[0], "card": codes[d[1]], "order": d[2]}
+
+        out: View = {"game": "anemone", "seat": seat, "players": self.players}
+        if self.round is not None:
+            out["round"] = self.round
+        if self.rounds is not None:
+            out["rounds"] = self.rounds
+        if seat is not None and 0 <= seat < self.players:
+            out["hand"] = [codes[c] for c in sorted(self.hands[seat])]
+        out["hand_counts"] = [len(hand) for hand in self.hands]
+        out["deck_count"] = len(self.deck)
+        out["leader"] = self.leader
+        out["turn"] = None if self.over else self.turn
+        out["trick"] = [play_dict(p) for p in self.trick]
+        out["trick_discards"] = [discard_dict(d) for d in self.tdisc]
+        out["suits_in_trick"] = [CREATURE_SUITS[s] for s in range(6) if (mask >> s) & 1]
+        out["anemones"] = [sorted(faces) for faces in self.anem]
+        out["supply"] = self.supply
+        out["score_piles"] = [[codes[c] for c in pile] for pile in self.piles]
+        out["points"] = self.points[:]
+        out["tricks"] = [
+            {
+                "leader": t[0],
+                "plays": [play_dict(p) for p in t[1]],
+                "discards": [discard_dict(d) for d in t[2]],
+                "winner": t[3],
+                "lowest": t[4],
+            }
+            for t in self.history
+        ]
+        my_turn = not self.over and seat == self.turn
+        playable = sorted(self.playable_cards()) if my_turn else []
+        out["playable"] = [codes[c] for c in playable]
+        out["must_discard"] = my_turn and not playable
+        out["over"] = self.over
+        out["ended"] = self.ended
+        if self.over:
+            out["hands"] = [[codes[c] for c in sorted(hand)] for hand in self.hands]
+            out["deck"] = [codes[c] for c in self.deck]
+        return out
+
+
+# --------------------------------------------------------------------------------------------------- the match
+
+
+class AnemoneMatch:
+    """A match of ``options.rounds`` hands (``engine.Match``): deals, scores, anemones kept between hands,
+    the next leader and the winners ("End of a hand", "End of the game").
+
+    ``totals`` are running totals in points; ``results`` one :class:`~cardtable.engine.HandResult` per finished
+    hand, whose ``extra`` holds ``"anemone_events"`` (the end-of-hand anemones) and ``"next_leader"``.
+    """
+
+    game = "anemone"
+
+    def __init__(self, options: AnemoneOptions | None = None) -> None:
+        self.options = options if options is not None else AnemoneOptions()
+        self.players = self.options.players
+        self.totals: list[int] = [0] * self.players
+        self.results: list[HandResult] = []
+        self._hand: AnemoneState | None = None
+        self._anem: list[list[int]] = [[] for _ in range(self.players)]
+        self._first_leaders: list[int] = []
+        self._next_leader = 0
+
+    @property
+    def hand(self) -> AnemoneState | None:
+        """The hand in play, or the last one once finished; ``None`` before the first deal."""
+        return self._hand
+
+    @property
+    def anemones(self) -> list[list[int]]:
+        """Each seat's anemone faces, sorted (live during a hand)."""
+        if self._hand is not None and len(self.results) < len(self._first_leaders):
+            return [sorted(faces) for faces in self._hand.anem]
+        return [sorted(faces) for faces in self._anem]
+
+    @property
+    def round(self) -> int:
+        """Hands started so far (the 1-based number of the hand in play)."""
+        return len(self._first_leaders)
+
+    @property
+    def is_over(self) -> bool:
+        """True once ``rounds`` hands have been finished."""
+        return len(self.results) >= self.options.rounds
+
+    def _in_hand(self) -> bool:
+        return len(self._first_leaders) > len(self.results)
+
+    def check_deal(self, deal: Mapping[str, Any]) -> None:
+        """Raise ``ValueError`` naming the field when ``deal`` cannot start this match's next hand.
+
+        ``{"seed": N}`` (a whole number), or ``{"hands": [[...], ...], "deck": [...], "leader": SEAT}``: exactly
+        the game's cards ("Set-up"), each once, the right number per seat; ``deck`` only (and always) with 2
+        seats; ``leader`` only in the first hand and only with ``random_first_leader`` (and then required).
+        """
+        if not isinstance(deal, Mapping):
+            raise ValueError("deal: expected an object")
+        if "seed" in deal:
+            extra = set(deal) - {"seed"}
+            if extra:
+                raise ValueError(f"deal.{sorted(extra)[0]}: not allowed beside a seed")
+            seed = deal["seed"]
+            if isinstance(seed, bool) or not isinstance(seed, int):
+                raise ValueError(f"deal.seed: expected a whole number, not {seed!r}")
+            return
+        players = self.players
+        extra = set(deal) - {"hands", "deck", "leader"}
+        if extra:
+            raise ValueError(f"deal.{sorted(extra)[0]}: unknown field")
+        hands = deal.get("hands")
+        if not isinstance(hands, list):
+            raise ValueError("deal.hands: missing or not a list")
+        if len(hands) != players:
+            raise ValueError(f"deal.hands: {len(hands)} hands for {players} seats")
+        size = hand_size(players)
+        seen: set[int] = set()
+        allowed = set(game_cards(players))
+
+        def take(code: Any, where: str) -> None:
+            try:
+                card = card_number(code)
+            except ValueError as error:
+                raise ValueError(f"{where}: {error}") from None
+            if card not in allowed:
+                raise ValueError(f"{where}: {CODE[card]} is not used with {players} seats")
+            if card in seen:
+                raise ValueError(f"{where}: {CODE[card]} appears twice")
+            seen.add(card)
+
+        for i, hand in enumerate(hands):
+            if not isinstance(hand, list):
+                raise ValueError(f"deal.hands[{i}]: not a list")
+            if len(hand) != size:
+                raise ValueError(f"deal.hands[{i}]: {len(hand)} cards, expected {size}")
+            for j, code in enumerate(hand):
+                take(code, f"deal.hands[{i}][{j}]")
+        if players == 2:
+            deck = deal.get("deck")
+            if not isinstance(deck, list):
+                raise ValueError("deal.deck: the 2-seat game needs the central deck (a list)")
+            if len(deck) != 16:
+                raise ValueError(f"deal.deck: {len(deck)} cards, expected 16")
+            for j, code in enumerate(deck):
+                take(code, f"deal.deck[{j}]")
+        elif "deck" in deal:
+            raise ValueError("deal.deck: only the 2-seat game has a central deck")
+        missing = allowed - seen
+        if missing:
+            raise ValueError(f"deal.hands: missing cards {', '.join(CODE[c] for c in sorted(missing))}")
+        first = not self._first_leaders
+        if "leader" in deal:
+            if not (first and self.options.random_first_leader):
+                raise ValueError(
+                    "deal.leader: only the first hand of a table with random_first_leader names its leader"
+                )
+            leader = deal["leader"]
+            if isinstance(leader, bool) or not isinstance(leader, int) or not 0 <= leader < players:
+                raise ValueError(f"deal.leader: expected a seat 0 to {players - 1}, not {leader!r}")
+        elif first and self.options.random_first_leader:
+            raise ValueError("deal.leader: required in the first hand with random_first_leader")
+
+    def deal_cards(self, seed: int) -> dict[str, Any]:
+        """The next hand's deal from ``seed``, cards written out.
+
+        Stable: the game's cards in pack order (:func:`game_cards`: suit by suit, rank up) are shuffled by
+        ``random.Random(seed).shuffle``; seat 0 gets the first ``hand_size`` cards, seat 1 the next, and so on;
+        with 2 seats the remaining 16 are the deck, top first. For the first hand with ``random_first_leader``
+        the same generator then draws ``leader = rng.randrange(players)``.
+        """
+        players = self.players
+        rng = random.Random(seed)
+        cards = [CODE[c] for c in game_cards(players)]
+        rng.shuffle(cards)
+        size = hand_size(players)
+        deal: dict[str, Any] = {"hands": [cards[i * size : (i + 1) * size] for i in range(players)]}
+        if players == 2:
+            deal["deck"] = cards[players * size :]
+        if not self._first_leaders and self.options.random_first_leader:
+            deal["leader"] = rng.randrange(players)
+        return deal
+
+    def start_hand(self, deal: Mapping[str, Any]) -> AnemoneState:
+        """Begin the next hand from ``deal`` (see :meth:`check_deal`); ``ValueError`` if the deal is bad, the
+        match is over or the hand in play has not been finished."""
+        if self.is_over:
+            raise ValueError("the match is over")
+        if self._in_hand():
+            raise ValueError("the hand in play is not finished")
+        self.check_deal(deal)
+        if "seed" in deal:
+            deal = self.deal_cards(int(deal["seed"]))
+        leader = self._next_leader
+        if not self._first_leaders and self.options.random_first_leader:
+            leader = int(deal["leader"])
+        hands = [[card_number(code) for code in hand] for hand in deal["hands"]]
+        deck = [card_number(code) for code in deal.get("deck", [])]
+        self._first_leaders.append(leader)
+        self._hand = AnemoneState.new(
+            hands, deck, leader, self._anem, round=len(self._first_leaders), rounds=self.options.rounds
+        )
+        return self._hand
+
+    def finish_hand(self) -> HandResult:
+        """Score the ended hand into ``totals``; unless it was the last hand, the lowest running total takes an
+        anemone (6 seats: lowest a +2, second lowest a +1; ties each in seat order from 0); the highest total
+        leads the next hand (tie: first tied seat clockwise from this hand's first leader).
+
+        Raises ``ValueError`` when no hand has ended since the last ``finish_hand``.
+        """
+        state = self._hand
+        if state is None or not self._in_hand() or not state.over:
+            raise ValueError("no hand has ended")
+        scores = state.scores()
+        self.totals = [t + s for t, s in zip(self.totals, scores, strict=True)]
+        anem = [list(faces) for faces in state.anem]
+        supply = state.supply
+        events: list[Event] = []
+        last = len(self.results) + 1 >= self.options.rounds
+        if not last:
+            distinct = sorted(set(self.totals))
+            lowest = [s for s in range(self.players) if self.totals[s] == distinct[0]]
+            if self.players == 6:
+                for seat in lowest:
+                    supply, event = take_anemone(anem, supply, seat, plus_two=True)
+                    events.append(event)
+                if len(distinct) > 1:
+                    for seat in (s for s in range(self.players) if self.totals[s] == distinct[1]):
+                        supply, event = take_anemone(anem, supply, seat)
+                        events.append(event)
+            else:
+                for seat in lowest:
+                    supply, event = take_anemone(anem, supply, seat)
+                    events.append(event)
+        self._anem = anem
+        first = self._first_leaders[-1]
+        best = max(self.totals)
+        self._next_leader = next(
+            (first + i) % self.players
+            for i in range(self.players)
+            if self.totals[(first + i) % self.players] == best
+        )
+        result = HandResult(
+            scores,
+            "complete",
+            {"anemone_events": events, "next_leader": self._next_leader, "anemones": self.anemones},
+        )
+        self.results.append(result)
+        return result
+
+    def winners(self) -> list[int] | None:
+        """Seats with the highest total (tie: the most anemone cards; still tied: all of them), or ``None``
+        while the match goes on."""
+        if not self.is_over:
+            return None
+        best = max(self.totals)
+        top = [s for s in range(self.players) if self.totals[s] == best]
+        most = max(len(self._anem[s]) for s in top)
+        return [s for s in top if len(self._anem[s]) == most]
+
+
+def new_match(options: Mapping[str, Any]) -> AnemoneMatch:
+    """A fresh match from a record's ``options``; ``ValueError`` names a bad option."""
+    return AnemoneMatch(AnemoneOptions.from_dict(options))
+
+
+register(GameInfo(name="anemone", title="Enemy Anemone", option_specs=OPTION_SPECS, new_match=new_match))
