@@ -1,0 +1,1135 @@
+"""Nerts (Pounce, Racing Demon): the rules engine (``shared/rules/nerts.md``).
+
+Pure and deterministic: no clock, no I/O. A :class:`NertsMatch` folds hands; a :class:`NertsState` is one hand.
+
+Cards inside the engine are small ints, ``pack * 64 + local`` where ``local`` is the index of the card in
+:func:`cardtable.cards.standard_pack` order (``AS`` = 0 ... ``KC`` = 51, ``JK1`` = 52, ``JK2`` = 53); views,
+events and records only ever carry card codes (``"7H"``, ``"JK1"``).
+
+How a seed becomes packs (stable; records written by the server and simulator carry the cards anyway): one
+``random.Random(seed)`` shuffles a list of the codes of ``standard_pack(jokers)`` for pack 0, then a fresh list
+for pack 1, and so on, one pack per layout (per seat, per team with partnerships).
+
+>>> match = NertsMatch(NertsOptions.from_dict({"players": 2}))
+>>> hand = match.start_hand({"seed": 7})
+>>> view = hand.view(0)
+>>> view["layouts"][0]["nerts"]["count"], view["layouts"][0]["stock"]["count"]
+(13, 35)
+>>> hand.apply(0, {"type": "flip"}, 500)[0]["type"]
+'flipped'
+>>> hand.apply(0, {"type": "move", "from": "work:9", "to": "work:0"}, 600)
+Traceback (most recent call last):
+...
+cardtable.engine.IllegalAction: no pile work:9 (work piles are work:0 to work:3)
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+from cardtable.cards import RANK_CODES, SUITS, Card, standard_pack
+from cardtable.engine import Action, Event, HandResult, IllegalAction, OptionSpec, View
+from cardtable.games import GameInfo, register
+
+__all__ = [
+    "OPTION_SPECS",
+    "NertsMatch",
+    "NertsOptions",
+    "NertsState",
+    "layout_pack",
+    "seed_packs",
+]
+
+# ---------------------------------------------------------------------------------------------------------
+# Card tables, indexed by the engine's card int (pack * 64 + local).
+
+_MAX_PACKS = 8
+_LOCAL_CODES: list[str] = [card.code for card in standard_pack(jokers=True)]
+_LOCAL_INDEX: dict[str, int] = {code: i for i, code in enumerate(_LOCAL_CODES)}
+CODE: list[str] = []
+RANK: list[int] = []  # 1..13, 0 for a joker
+SUIT: list[int] = []  # 0..3 (S H D C), -1 for a joker
+RED: list[int] = []  # 1 red, 0 black, -1 joker
+JOKER: list[bool] = []
+for _pack in range(_MAX_PACKS):
+    for _local in range(64):
+        if _local < 52:
+            _suit, _rank = divmod(_local, 13)
+            CODE.append(_LOCAL_CODES[_local])
+            RANK.append(_rank + 1)
+            SUIT.append(_suit)
+            RED.append(1 if _suit in (1, 2) else 0)
+            JOKER.append(False)
+        else:
+            CODE.append(_LOCAL_CODES[_local] if _local < 54 else "??")
+            RANK.append(0)
+            SUIT.append(-1)
+            RED.append(-1)
+            JOKER.append(True)
+
+_SUIT_NAMES = ("spades", "hearts", "diamonds", "clubs")
+
+
+def _card_code(rank: int, suit: int) -> str:
+    return RANK_CODES[rank - 1] + SUITS[suit]
+
+
+def _consistent(cards: Sequence[int]) -> bool:
+    """True when ``cards`` (bottom first) can be one work pile: descending by one, alternating colours.
+
+    Jokers may stand for any card, so they only have to fit what their neighbours fix (rules: "Jokers").
+    """
+    n = len(cards)
+    anchor = -1
+    for i in range(n):
+        if not JOKER[cards[i]]:
+            anchor = i
+            break
+    if anchor < 0:
+        return n <= 13
+    bottom = RANK[cards[anchor]] + anchor
+    if bottom > 13 or bottom - n + 1 < 1:
+        return False
+    red = RED[cards[anchor]] ^ (anchor & 1)
+    for i in range(anchor + 1, n):
+        card = cards[i]
+        if JOKER[card]:
+            continue
+        if RANK[card] != bottom - i or RED[card] != red ^ (i & 1):
+            return False
+    return True
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Options (rules: "Options (defaults)")
+
+
+@dataclass(frozen=True, slots=True)
+class NertsOptions:
+    """Every table option of ``shared/rules/nerts.md`` with its default. Times in milliseconds or seconds."""
+
+    players: int = 4
+    partnerships: bool = False
+    nerts_pile_size: int = 13
+    work_piles: int = 4
+    flip_count: int = 3
+    nerts_penalty: int = 2
+    nerts_bonus: int = 0
+    target_score: int = 100
+    jokers: bool = False
+    auto_nerts: bool = False
+    tie_window_ms: int = 100
+    in_flight_ms: int = 150
+    stall_seconds: int = 60
+
+    def __post_init__(self) -> None:
+        for spec in OPTION_SPECS:
+            value = getattr(self, spec.name)
+            if spec.kind == "bool":
+                if not isinstance(value, bool):
+                    raise ValueError(f"{spec.name}: must be true or false, not {value!r}")
+                continue
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"{spec.name}: must be a whole number, not {value!r}")
+            if spec.choices and value not in spec.choices:
+                allowed = " or ".join(str(c) for c in spec.choices)
+                raise ValueError(f"{spec.name}: must be {allowed}, not {value}")
+            if (
+                spec.minimum is not None
+                and spec.maximum is not None
+                and not spec.minimum <= value <= spec.maximum
+            ):
+                raise ValueError(f"{spec.name}: must be {spec.minimum} to {spec.maximum}, not {value}")
+        if self.partnerships and (self.players < 4 or self.players % 2):
+            raise ValueError(
+                f"partnerships: needs an even number of players, 4 or more (players is {self.players})"
+            )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> NertsOptions:
+        """Options from a record's ``options`` mapping: missing ones take their defaults.
+
+        Raises ``ValueError`` naming the option when one is unknown, of the wrong type (bools must be JSON
+        booleans) or out of range.
+
+        >>> NertsOptions.from_dict({"players": 3}).flip_count
+        3
+        >>> NertsOptions.from_dict({"flip_count": 2})
+        Traceback (most recent call last):
+        ...
+        ValueError: flip_count: must be 1 or 3, not 2
+        """
+        if not isinstance(data, Mapping):
+            raise ValueError(f"options: must be an object, not {type(data).__name__}")
+        known = {f.name for f in fields(cls)}
+        for key in data:
+            if key not in known:
+                raise ValueError(f"{key}: unknown Nerts option (known: {', '.join(sorted(known))})")
+        return cls(**dict(data))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every option, JSON-ready."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @property
+    def layouts(self) -> int:
+        """Number of packs and layouts: one per seat, one per team with partnerships."""
+        return self.players // 2 if self.partnerships else self.players
+
+
+OPTION_SPECS: list[OptionSpec] = [
+    OptionSpec("players", "int", 4, 1, 8, help="Seats at the table (1 is solo practice)."),
+    OptionSpec("partnerships", "bool", False, help="Partners sit opposite and share a pack and layout."),
+    OptionSpec("nerts_pile_size", "int", 13, 5, 20, help="Cards dealt to each Nerts pile."),
+    OptionSpec("work_piles", "int", 4, 3, 6, help="Work piles per layout."),
+    OptionSpec("flip_count", "choice", 3, choices=(1, 3), help="Cards turned from the stock per flip."),
+    OptionSpec("nerts_penalty", "int", 2, 0, 5, help="Points lost per card left in a Nerts pile."),
+    OptionSpec("nerts_bonus", "int", 0, 0, 20, help="Points for calling Nerts."),
+    OptionSpec("target_score", "int", 100, 10, 1000, help="The match ends when someone reaches this."),
+    OptionSpec("jokers", "bool", False, help="Two wild jokers per pack."),
+    OptionSpec("auto_nerts", "bool", False, help="Emptying a Nerts pile calls Nerts at once."),
+    OptionSpec(
+        "tie_window_ms", "int", 100, 0, 500, help="Same card from another pack this late still plays."
+    ),
+    OptionSpec("in_flight_ms", "int", 150, 0, 1000, help="Moves this late after a call still count."),
+    OptionSpec("stall_seconds", "int", 60, 10, 600, help="No progress this long: warn, then rotate."),
+]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Deals
+
+
+def seed_packs(seed: int, layouts: int, jokers: bool = False) -> list[list[str]]:
+    """The packs a ``{"seed": N}`` deal stands for: one ``random.Random(seed)`` shuffles pack 0, then pack 1...
+
+    Each pack starts from ``standard_pack(jokers)`` order. Stable: records may rely on it.
+    """
+    rng = random.Random(seed)
+    packs = []
+    for _ in range(layouts):
+        codes = [card.code for card in standard_pack(jokers)]
+        rng.shuffle(codes)
+        packs.append(codes)
+    return packs
+
+
+def layout_pack(
+    nerts: Sequence[str] = (),
+    work: Sequence[str] = (),
+    stock: Sequence[str] = (),
+    *,
+    nerts_pile_size: int = 13,
+    work_piles: int = 4,
+    jokers: bool = False,
+) -> list[str]:
+    """A whole pack in dealing order with chosen cards in chosen places, the rest filled in pack order.
+
+    ``nerts`` lists the top of the Nerts pile first (deeper cards are filled); ``work`` the cards of
+    ``work:0``, ``work:1`` ...; ``stock`` the top of the stock first. For tests and puzzles.
+    Raises ``ValueError`` for a repeated card or too many cards.
+
+    >>> pack = layout_pack(nerts=["AS"], work=["KH"], stock=["2S"], nerts_pile_size=5)
+    >>> pack[4], pack[5], pack[9], len(pack)
+    ('AS', 'KH', '2S', 52)
+    """
+    chosen = [Card.parse(c).code for c in (*nerts, *work, *stock)]
+    if len(set(chosen)) != len(chosen):
+        raise ValueError("layout_pack: a card is chosen twice")
+    if len(nerts) > nerts_pile_size or len(work) > work_piles:
+        raise ValueError("layout_pack: more cards than places")
+    filler = iter(c.code for c in standard_pack(jokers) if c.code not in set(chosen))
+    size = 54 if jokers else 52
+    slots: list[str | None] = [None] * size
+    for i, code in enumerate(nerts):
+        slots[nerts_pile_size - 1 - i] = Card.parse(code).code
+    for i, code in enumerate(work):
+        slots[nerts_pile_size + i] = Card.parse(code).code
+    for i, code in enumerate(stock):
+        slots[nerts_pile_size + work_piles + i] = Card.parse(code).code
+    return [slot if slot is not None else next(filler) for slot in slots]
+
+
+def _check_packs(packs: Any, layouts: int, jokers: bool) -> list[list[int]]:
+    """Parse ``deal.packs`` into engine cards; ``ValueError`` naming the field."""
+    if not isinstance(packs, list):
+        raise ValueError("deal.packs: must be a list of packs")
+    if len(packs) != layouts:
+        raise ValueError(
+            f"deal.packs: {len(packs)} packs, expected {layouts} (one per seat, per team with partnerships)"
+        )
+    size = 54 if jokers else 52
+    out = []
+    for p, pack in enumerate(packs):
+        where = f"deal.packs[{p}]"
+        if not isinstance(pack, list):
+            raise ValueError(f"{where}: must be a list of card codes")
+        seen: set[int] = set()
+        cards = []
+        for i, code in enumerate(pack):
+            try:
+                card = Card.parse(code)
+            except ValueError as error:
+                raise ValueError(f"{where}[{i}]: {error}") from None
+            if card.is_joker and not jokers:
+                raise ValueError(f"{where}[{i}]: {card.code} but jokers are off")
+            local = _LOCAL_INDEX[card.code]
+            if local in seen:
+                raise ValueError(f"{where}: {card.code} twice")
+            seen.add(local)
+            cards.append(p * 64 + local)
+        if len(cards) != size:
+            missing = [code for code in _LOCAL_CODES[:size] if _LOCAL_INDEX[code] not in seen]
+            raise ValueError(f"{where}: missing {', '.join(missing)}")
+        out.append(cards)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The hand
+
+
+class _Layout:
+    """One pack's layout. Lists hold engine card ints; ``nerts``, ``stock`` and ``waste`` keep their top last."""
+
+    __slots__ = ("nerts", "pack", "seats", "stock", "stuck", "waste", "work")
+
+    def __init__(self, pack: int, seats: list[int], cards: list[int], pile_size: int, piles: int) -> None:
+        self.pack = pack
+        self.seats = seats
+        self.nerts = cards[:pile_size]
+        self.work = [[cards[pile_size + j]] for j in range(piles)]
+        self.stock = cards[pile_size + piles :][::-1]
+        self.waste: list[int] = []
+        self.stuck = False
+
+
+class _Foundation:
+    """A foundation: its cards (engine ints) with what each stands for (``decl``: rank, for jokers too)."""
+
+    __slots__ = ("cards", "decl", "fid", "finished", "suit", "top_ms", "top_pack", "top_rank")
+
+    def __init__(self, fid: int, suit: int) -> None:
+        self.fid = fid
+        self.suit = suit
+        self.cards: list[int] = []
+        self.decl: list[int] = []
+        self.top_rank = 0
+        self.top_ms = 0
+        self.top_pack = -1
+        self.finished = False
+
+
+_WORK_REFS = {f"work:{j}": j for j in range(6)}
+_MOVE_KEYS = frozenset({"type", "from", "to", "count", "as"})
+_UNDER_KEYS = frozenset({"type", "from", "to"})
+
+
+class NertsState:
+    """One hand of Nerts in play (rules: every section of ``shared/rules/nerts.md``).
+
+    Build it with :meth:`NertsMatch.start_hand`, or directly from packs of engine cards. Every seat may act at
+    any time; :meth:`apply` validates fully before changing anything and raises
+    :class:`~cardtable.engine.IllegalAction` with a readable reason otherwise. Views share unchanged parts with
+    earlier views: treat them as read-only.
+    """
+
+    def __init__(self, options: NertsOptions, packs: list[list[int]]) -> None:
+        self.options = options
+        self.players = options.players
+        n_layouts = options.layouts
+        self._layouts = [
+            _Layout(
+                p,
+                [p, p + n_layouts] if options.partnerships else [p],
+                packs[p],
+                options.nerts_pile_size,
+                options.work_piles,
+            )
+            for p in range(n_layouts)
+        ]
+        self._seat_layout = [self._layouts[s % n_layouts] for s in range(self.players)]
+        self._foundations: list[_Foundation] = []
+        self._wants: dict[int, list[_Foundation]] = {}  # suit * 16 + next rank -> open foundations
+        self._in_found = [0] * n_layouts  # cards of each pack in foundations
+        self._ms = 0
+        self._called: int | None = None
+        self._called_ms = 0
+        self._ended: str | None = None
+        self._last_progress = 0
+        self._stall_base = 0
+        self._rotated = False
+        self._moved_since_rotate = False
+        self._actions = 0
+        # view cache: per layout and per foundation, rebuilt when dirty
+        self._layout_views: list[dict[str, Any] | None] = [None] * n_layouts
+        self._found_views: list[dict[str, Any]] = []
+
+    # -- public queries ------------------------------------------------------------------------------------
+
+    @property
+    def is_over(self) -> bool:
+        """True once the hand has ended."""
+        return self._ended is not None
+
+    @property
+    def ended(self) -> str | None:
+        """``"nerts"``, ``"stuck"`` or ``"stalled"`` once over; ``None`` while in play."""
+        return self._ended
+
+    @property
+    def ms(self) -> int:
+        """Time of the last applied action, in ms since the hand began."""
+        return self._ms
+
+    @property
+    def called(self) -> int | None:
+        """The seat that called Nerts, or ``None``."""
+        return self._called
+
+    @property
+    def last_progress_ms(self) -> int:
+        """When a card last went to a foundation or came off a Nerts pile (0 at the start)."""
+        return self._last_progress
+
+    def layout_index(self, seat: int) -> int:
+        """The pack/layout ``seat`` plays (its team's with partnerships)."""
+        return self._seat_layout[seat].pack
+
+    def _pack_score(self, pack: int, final: bool) -> int:
+        layout = self._layouts[pack]
+        score = self._in_found[pack] - self.options.nerts_penalty * len(layout.nerts)
+        if final and self._called is not None and self._seat_layout[self._called].pack == pack:
+            score += self.options.nerts_bonus
+        return score
+
+    def scores(self) -> list[int]:
+        """Per seat (a partner shows the team figure), in points: +1 per own card in foundations, minus
+        ``nerts_penalty`` per card left in the Nerts pile, plus ``nerts_bonus`` for the caller once the hand is
+        over. While in play: as if it ended now, without the bonus (rules: "Scoring")."""
+        final = self._ended is not None
+        by_pack = [self._pack_score(p, final) for p in range(len(self._layouts))]
+        return [by_pack[layout.pack] for layout in self._seat_layout]
+
+    def to_act(self) -> list[int]:
+        """Every seat while the hand is in play (Nerts has no turns); empty once over."""
+        return [] if self._ended is not None else list(range(self.players))
+
+    def clock_action(self) -> tuple[int, Action] | None:
+        """After a call at T: ``(T + in_flight_ms, end_hand nerts)``. Otherwise the stall guard: ``(base +
+        stall_seconds * 1000 + 10000, rotate)`` where base is the last progress (a card to a foundation or off a
+        Nerts pile) or the last rotate, whichever is later. ``None`` once over."""
+        if self._ended is not None:
+            return None
+        if self._called is not None:
+            return (self._called_ms + self.options.in_flight_ms, {"type": "end_hand", "reason": "nerts"})
+        due = max(self._last_progress, self._stall_base) + self.options.stall_seconds * 1000 + 10000
+        return (due, {"type": "rotate"})
+
+    # -- legal actions -------------------------------------------------------------------------------------
+
+    def _foundation_moves(self, src: str, card: int, now: int, out: list[Action]) -> None:
+        window = self.options.tie_window_ms
+        if JOKER[card]:
+            for s in range(4):
+                out.append({"type": "move", "from": src, "to": "foundation:new", "as": _card_code(1, s)})
+            for f in self._foundations:
+                if not f.finished:
+                    out.append(
+                        {
+                            "type": "move",
+                            "from": src,
+                            "to": f"foundation:{f.fid}",
+                            "as": _card_code(f.top_rank + 1, f.suit),
+                        }
+                    )
+                if window and f.top_pack != card >> 6 and now <= f.top_ms + window:
+                    out.append(
+                        {
+                            "type": "move",
+                            "from": src,
+                            "to": f"foundation:{f.fid}",
+                            "as": _card_code(f.top_rank, f.suit),
+                        }
+                    )
+            return
+        rank = RANK[card]
+        if rank == 1:
+            out.append({"type": "move", "from": src, "to": "foundation:new"})
+        for f in self._wants.get(SUIT[card] * 16 + rank, ()):
+            out.append({"type": "move", "from": src, "to": f"foundation:{f.fid}"})
+        if window:
+            pack = card >> 6
+            for f in self._foundations:
+                if (
+                    f.top_rank == rank
+                    and f.suit == SUIT[card]
+                    and f.top_pack != pack
+                    and now <= f.top_ms + window
+                ):
+                    out.append({"type": "move", "from": src, "to": f"foundation:{f.fid}"})
+
+    def legal_actions(self, seat: int, ms: int | None = None) -> list[Action]:
+        """Every action ``seat`` may take now, concrete (``count`` for runs, ``as`` for jokers on foundations).
+
+        ``ms`` (default: the last applied time) decides the tie window and the in-flight window. Omitted although
+        legal (``apply`` accepts them): moving a whole work pile onto an empty work pile (it changes nothing).
+        Empty once the hand is over or for an unknown seat.
+        """
+        if self._ended is not None or not 0 <= seat < self.players:
+            return []
+        now = self._ms if ms is None else ms
+        if self._called is not None and now > self._called_ms + self.options.in_flight_ms:
+            return []
+        layout = self._seat_layout[seat]
+        out: list[Action] = []
+        work = layout.work
+        jokers = self.options.jokers
+        singles: list[tuple[str, int]] = []
+        if layout.nerts:
+            singles.append(("nerts", layout.nerts[-1]))
+        if layout.waste:
+            singles.append(("waste", layout.waste[-1]))
+        tops: list[tuple[str, int]] = [(f"work:{j}", pile[-1]) for j, pile in enumerate(work) if pile]
+        for src, card in singles:
+            self._foundation_moves(src, card, now, out)
+        for src, card in tops:
+            self._foundation_moves(src, card, now, out)
+        has_empty = False
+        # single cards from the Nerts pile and the waste onto work piles
+        for src, card in singles:
+            for j, pile in enumerate(work):
+                if not pile:
+                    has_empty = True
+                    out.append({"type": "move", "from": src, "to": f"work:{j}"})
+                elif jokers:
+                    if _consistent([*pile, card]):
+                        out.append({"type": "move", "from": src, "to": f"work:{j}"})
+                else:
+                    top = pile[-1]
+                    if RANK[card] == RANK[top] - 1 and RED[card] != RED[top]:
+                        out.append({"type": "move", "from": src, "to": f"work:{j}"})
+        # runs between work piles
+        for i, pile in enumerate(work):
+            n = len(pile)
+            if not n:
+                has_empty = True
+                continue
+            src = f"work:{i}"
+            for j, dest in enumerate(work):
+                if i == j:
+                    continue
+                if not dest:
+                    for k in range(1, n):
+                        out.append({"type": "move", "from": src, "to": f"work:{j}", "count": k})
+                elif jokers:
+                    for k in range(1, n + 1):
+                        if _consistent(dest + pile[n - k :]):
+                            out.append({"type": "move", "from": src, "to": f"work:{j}", "count": k})
+                else:
+                    top = dest[-1]
+                    idx = RANK[pile[0]] - RANK[top] + 1
+                    if 0 <= idx < n and RED[pile[idx]] != RED[top]:
+                        out.append({"type": "move", "from": src, "to": f"work:{j}", "count": n - idx})
+        # slide under, only with an empty work pile
+        if has_empty:
+            for j, dest in enumerate(work):
+                if not dest:
+                    continue
+                bottom = dest[0]
+                for src, card in (*singles, *tops):
+                    if src == f"work:{j}":
+                        continue
+                    if jokers:
+                        ok = _consistent([card, *dest])
+                    else:
+                        ok = RANK[card] == RANK[bottom] + 1 and RED[card] != RED[bottom]
+                    if ok:
+                        out.append({"type": "under", "from": src, "to": f"work:{j}"})
+        if layout.stock or layout.waste:
+            out.append({"type": "flip"})
+        if layout.stuck:
+            if layout.stock:
+                out.append({"type": "cycle"})
+        else:
+            out.append({"type": "stuck"})
+        if not layout.nerts and self._called is None:
+            out.append({"type": "nerts"})
+        return out
+
+    # -- apply ---------------------------------------------------------------------------------------------
+
+    def apply(self, seat: int | None, action: Mapping[str, Any], ms: int) -> list[Event]:
+        """Apply ``action`` for ``seat`` (``None``: the table) at ``ms`` and return its events.
+
+        Raises :class:`~cardtable.engine.IllegalAction` and changes nothing when the action is malformed
+        (unknown type or key, unknown pile, ``count`` 0, a ``foundation:ID`` never started...), not allowed
+        now, or ``ms`` is earlier than the last applied action.
+        """
+        if not isinstance(action, Mapping):
+            raise IllegalAction("an action is an object with a 'type'")
+        kind = action.get("type")
+        if not isinstance(ms, int) or isinstance(ms, bool) or ms < 0:
+            raise IllegalAction(f"ms must be a whole number of milliseconds, not {ms!r}")
+        if ms < self._ms:
+            raise IllegalAction(f"time went backwards ({ms} ms after {self._ms} ms)")
+        if self._ended is not None:
+            raise IllegalAction("the hand is over")
+        if seat is None:
+            if kind == "rotate":
+                self._check_keys(action, frozenset({"type"}))
+                self._check_in_flight(ms)
+                self._ms = ms
+                self._stall_base = ms
+                return self._rotate("stall")
+            if kind == "end_hand":
+                self._check_keys(action, frozenset({"type", "reason"}))
+                reason = action.get("reason")
+                if reason == "nerts":
+                    if self._called is None:
+                        raise IllegalAction("end_hand 'nerts' but nobody has called Nerts")
+                elif reason != "stalled":
+                    raise IllegalAction(f"end_hand reason must be 'nerts' or 'stalled', not {reason!r}")
+                self._ms = ms
+                return self._end(reason)
+            raise IllegalAction(f"the table (seat null) may only rotate or end_hand, not {kind!r}")
+        if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < self.players:
+            raise IllegalAction(f"no seat {seat!r} (seats are 0 to {self.players - 1})")
+        self._check_in_flight(ms)
+        layout = self._seat_layout[seat]
+        if kind == "move":
+            events = self._move(seat, layout, action, ms)
+        elif kind == "flip":
+            self._check_keys(action, frozenset({"type"}))
+            events = self._flip(seat, layout)
+        elif kind == "under":
+            events = self._under(seat, layout, action, ms)
+        elif kind == "stuck":
+            self._check_keys(action, frozenset({"type"}))
+            if layout.stuck:
+                raise IllegalAction("you have already declared that you are stuck")
+            layout.stuck = True
+            self._layout_views[layout.pack] = None
+            events = [{"type": "stuck", "seat": seat, "pack": layout.pack}]
+            if all(lay.stuck for lay in self._layouts):
+                if self._rotated and not self._moved_since_rotate:
+                    events += self._end("stuck")
+                else:
+                    self._stall_base = ms
+                    events += self._rotate("stuck")
+        elif kind == "cycle":
+            self._check_keys(action, frozenset({"type"}))
+            if not layout.stuck:
+                raise IllegalAction("you may cycle only while stuck (declare stuck first)")
+            if not layout.stock:
+                raise IllegalAction("your stock is empty: nothing to cycle")
+            layout.stock.insert(0, layout.stock.pop())
+            events = [{"type": "cycled", "seat": seat, "pack": layout.pack}]
+        elif kind == "nerts":
+            self._check_keys(action, frozenset({"type"}))
+            if self._called is not None:
+                raise IllegalAction(f"Nerts has already been called (by seat {self._called})")
+            if layout.nerts:
+                raise IllegalAction(f"your Nerts pile still has {len(layout.nerts)} cards")
+            self._called = seat
+            self._called_ms = ms
+            events = [{"type": "nerts", "seat": seat}]
+        elif kind in ("rotate", "end_hand"):
+            raise IllegalAction(f"only the table (seat null) may {kind}")
+        else:
+            raise IllegalAction(f"unknown action type {kind!r}")
+        self._ms = ms
+        self._actions += 1
+        return events
+
+    def _check_in_flight(self, ms: int) -> None:
+        if self._called is not None and ms > self._called_ms + self.options.in_flight_ms:
+            raise IllegalAction(
+                f"the hand is over (Nerts was called at {self._called_ms} ms; "
+                f"moves count until {self._called_ms + self.options.in_flight_ms} ms)"
+            )
+
+    @staticmethod
+    def _check_keys(action: Mapping[str, Any], allowed: frozenset[str]) -> None:
+        for key in action:
+            if key not in allowed:
+                raise IllegalAction(f"unexpected field {key!r} in a {action.get('type')!r} action")
+
+    def _source(self, layout: _Layout, ref: Any) -> tuple[list[int], int, str]:
+        """The pile named by ``ref`` ("nerts", "waste", "work:I") and its work index (-1 otherwise)."""
+        if ref == "nerts":
+            pile, where = layout.nerts, -1
+        elif ref == "waste":
+            pile, where = layout.waste, -1
+        else:
+            where = self._work_index(layout, ref, "from")
+            pile = layout.work[where]
+        if not pile:
+            raise IllegalAction(f"{ref} is empty")
+        return pile, where, str(ref)
+
+    def _work_index(self, layout: _Layout, ref: Any, field: str) -> int:
+        if not isinstance(ref, str):
+            raise IllegalAction(f"'{field}' must be a pile name such as 'work:0', not {ref!r}")
+        j = _WORK_REFS.get(ref)
+        if j is None or j >= len(layout.work):
+            if ref.startswith("work:"):
+                raise IllegalAction(f"no pile {ref} (work piles are work:0 to work:{len(layout.work) - 1})")
+            allowed = "'nerts', 'waste' or 'work:I'" if field == "from" else "'work:J' or 'foundation:ID'"
+            raise IllegalAction(f"unknown pile {ref!r} in '{field}' (expected {allowed})")
+        return j
+
+    def _move(self, seat: int, layout: _Layout, action: Mapping[str, Any], ms: int) -> list[Event]:
+        self._check_keys(action, _MOVE_KEYS)
+        dst = action.get("to")
+        count = action.get("count", 1)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise IllegalAction(f"count must be a whole number of cards, 1 or more, not {count!r}")
+        pile, src_work, src = self._source(layout, action.get("from"))
+        if src_work < 0 and count != 1:
+            raise IllegalAction(f"count is only for a run from a work pile; {src} gives one card")
+        if count > len(pile):
+            raise IllegalAction(f"{src} has only {len(pile)} cards, not {count}")
+        if not isinstance(dst, str):
+            raise IllegalAction(f"'to' must be a pile name such as 'work:0' or 'foundation:new', not {dst!r}")
+        if dst.startswith("foundation:"):
+            if count != 1:
+                raise IllegalAction("only one card at a time goes to a foundation")
+            return self._to_foundation(seat, layout, action, pile, src, src_work, dst, ms)
+        if "as" in action:
+            raise IllegalAction("'as' is only for a joker going to a foundation")
+        j = self._work_index(layout, dst, "to")
+        if j == src_work:
+            raise IllegalAction(f"{src} is already there")
+        dest = layout.work[j]
+        run = pile[len(pile) - count :]
+        if dest:
+            if self.options.jokers:
+                ok = _consistent(dest + run)
+            else:
+                top, low = dest[-1], run[0]
+                ok = RANK[low] == RANK[top] - 1 and RED[low] != RED[top]
+            if not ok:
+                raise IllegalAction(
+                    f"{CODE[run[0]]} does not go on {CODE[dest[-1]]} "
+                    "(work piles go down one rank at a time in alternating colours)"
+                )
+        # mutate
+        del pile[len(pile) - count :]
+        dest.extend(run)
+        events: list[Event] = [
+            {
+                "type": "moved",
+                "seat": seat,
+                "pack": layout.pack,
+                "from": src,
+                "to": dst,
+                "cards": [CODE[c] for c in run],
+            }
+        ]
+        self._after_card_left(seat, layout, src, ms, events)
+        layout.stuck = False
+        self._moved_since_rotate = True
+        self._layout_views[layout.pack] = None
+        return events
+
+    def _to_foundation(
+        self,
+        seat: int,
+        layout: _Layout,
+        action: Mapping[str, Any],
+        pile: list[int],
+        src: str,
+        src_work: int,
+        dst: str,
+        ms: int,
+    ) -> list[Event]:
+        card = pile[-1]
+        pack = card >> 6
+        if JOKER[card]:
+            if "as" not in action:
+                raise IllegalAction(f"{CODE[card]} is a joker: say what it stands for ('as', e.g. '7H')")
+            declared = action["as"]
+            try:
+                as_card = Card.parse(declared)
+            except ValueError as error:
+                raise IllegalAction(f"'as': {error}") from None
+            if as_card.is_joker:
+                raise IllegalAction("'as' must name a standard card, not a joker")
+            rank, suit = as_card.rank, SUITS.index(as_card.suit)
+        else:
+            if "as" in action:
+                raise IllegalAction("'as' is only for a joker going to a foundation")
+            rank, suit = RANK[card], SUIT[card]
+        name = _card_code(rank, suit)
+        found: _Foundation | None = None
+        if dst == "foundation:new":
+            if rank != 1:
+                raise IllegalAction(f"only an ace starts a foundation ({name} is not an ace)")
+        else:
+            text = dst[len("foundation:") :]
+            if not text.isdigit():
+                raise IllegalAction(f"unknown pile {dst!r} (expected 'foundation:new' or 'foundation:ID')")
+            fid = int(text)
+            if fid >= len(self._foundations):
+                raise IllegalAction(f"{dst} has not been started")
+            found = self._foundations[fid]
+            if found.suit != suit:
+                raise IllegalAction(f"{name} does not go on {dst} ({_SUIT_NAMES[found.suit]})")
+            window = self.options.tie_window_ms
+            if rank == found.top_rank + 1 and not found.finished:
+                pass
+            elif rank == found.top_rank and window and found.top_pack != pack and ms <= found.top_ms + window:
+                pass  # an apparent tie: both cards play (rules: "Simultaneous play and conflicts")
+            elif found.finished:
+                raise IllegalAction(f"{dst} is finished and set aside")
+            elif rank <= found.top_rank:
+                raise IllegalAction(
+                    f"that foundation has moved on ({dst} is at {_card_code(found.top_rank, suit)})"
+                )
+            else:
+                raise IllegalAction(
+                    f"{name} does not go on {dst}: it needs {_card_code(found.top_rank + 1, suit)} next"
+                )
+        # mutate
+        pile.pop()
+        if found is None:
+            found = _Foundation(len(self._foundations), suit)
+            self._foundations.append(found)
+            self._found_views.append({})
+        else:
+            wants = self._wants.get(suit * 16 + found.top_rank + 1)
+            if wants is not None and found in wants:
+                wants.remove(found)
+        found.cards.append(card)
+        found.decl.append(rank)
+        found.top_rank = rank
+        found.top_ms = ms
+        found.top_pack = pack
+        if rank == 13:
+            found.finished = True
+        else:
+            self._wants.setdefault(suit * 16 + rank + 1, []).append(found)
+        self._in_found[pack] += 1
+        self._last_progress = ms
+        event: Event = {
+            "type": "moved",
+            "seat": seat,
+            "pack": layout.pack,
+            "from": src,
+            "to": f"foundation:{found.fid}",
+            "cards": [CODE[card]],
+        }
+        if JOKER[card]:
+            event["as"] = name
+        events: list[Event] = [event]
+        if found.finished:
+            events.append({"type": "finished", "foundation": found.fid})
+        self._found_views[found.fid] = self._foundation_view(found)
+        self._after_card_left(seat, layout, src, ms, events)
+        layout.stuck = False
+        self._moved_since_rotate = True
+        self._layout_views[layout.pack] = None
+        return events
+
+    def _after_card_left(self, seat: int, layout: _Layout, src: str, ms: int, events: list[Event]) -> None:
+        if src != "nerts":
+            return
+        self._last_progress = ms
+        if layout.nerts:
+            events.append({"type": "revealed", "pack": layout.pack, "card": CODE[layout.nerts[-1]]})
+        elif self.options.auto_nerts and self._called is None:
+            self._called = seat
+            self._called_ms = ms
+            events.append({"type": "nerts", "seat": seat})
+
+    def _under(self, seat: int, layout: _Layout, action: Mapping[str, Any], ms: int) -> list[Event]:
+        self._check_keys(action, _UNDER_KEYS)
+        pile, src_work, src = self._source(layout, action.get("from"))
+        j = self._work_index(layout, action.get("to"), "to")
+        if j == src_work:
+            raise IllegalAction("a card cannot slide under its own pile")
+        dest = layout.work[j]
+        if not dest:
+            raise IllegalAction(f"work:{j} is empty: move the card there instead of under it")
+        if not any(not p for p in layout.work):
+            raise IllegalAction("you may slide a card under a pile only while you have an empty work pile")
+        card = pile[-1]
+        if self.options.jokers:
+            ok = _consistent([card, *dest])
+        else:
+            ok = RANK[card] == RANK[dest[0]] + 1 and RED[card] != RED[dest[0]]
+        if not ok:
+            raise IllegalAction(
+                f"{CODE[card]} does not go under {CODE[dest[0]]} "
+                "(it must be one rank higher and the other colour)"
+            )
+        pile.pop()
+        dest.insert(0, card)
+        events: list[Event] = [
+            {
+                "type": "slid_under",
+                "seat": seat,
+                "pack": layout.pack,
+                "from": src,
+                "to": f"work:{j}",
+                "card": CODE[card],
+            }
+        ]
+        self._after_card_left(seat, layout, src, ms, events)
+        layout.stuck = False
+        self._moved_since_rotate = True
+        self._layout_views[layout.pack] = None
+        return events
+
+    def _flip(self, seat: int, layout: _Layout) -> list[Event]:
+        stock, waste = layout.stock, layout.waste
+        if stock:
+            for _ in range(min(self.options.flip_count, len(stock))):
+                waste.append(stock.pop())
+            turned = False
+        elif waste:
+            layout.stock = waste[::-1]
+            layout.waste = []
+            turned = True
+        else:
+            raise IllegalAction("your stock and waste are both empty: nothing to flip")
+        self._layout_views[layout.pack] = None
+        return [
+            {
+                "type": "flipped",
+                "seat": seat,
+                "pack": layout.pack,
+                "waste_top": CODE[layout.waste[-1]] if layout.waste else None,
+                "stock_count": len(layout.stock),
+                "turned_over": turned,
+            }
+        ]
+
+    def _rotate(self, by: str) -> list[Event]:
+        """Every waste back onto its stock, then the top card of the stock to the bottom (rules: "Stuck")."""
+        for layout in self._layouts:
+            stock = layout.stock + layout.waste[::-1]
+            if stock:
+                stock.insert(0, stock.pop())
+            layout.stock = stock
+            layout.waste = []
+            layout.stuck = False
+        self._layout_views = [None] * len(self._layouts)
+        self._rotated = True
+        self._moved_since_rotate = False
+        return [{"type": "rotated", "by": by}]
+
+    def _end(self, reason: str) -> list[Event]:
+        self._ended = reason
+        self._layout_views = [None] * len(self._layouts)
+        return [{"type": "hand_over", "reason": reason, "scores": self.scores()}]
+
+    # -- views ---------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _foundation_view(found: _Foundation) -> dict[str, Any]:
+        cards = []
+        for card, rank in zip(found.cards, found.decl, strict=True):
+            entry: dict[str, Any] = {"card": CODE[card], "pack": card >> 6}
+            if JOKER[card]:
+                entry["as"] = _card_code(rank, found.suit)
+            cards.append(entry)
+        return {"id": found.fid, "suit": SUITS[found.suit], "cards": cards, "finished": found.finished}
+
+    def _layout_view(self, layout: _Layout) -> dict[str, Any]:
+        cached = self._layout_views[layout.pack]
+        if cached is not None:
+            return cached
+        nerts, waste = layout.nerts, layout.waste
+        view: dict[str, Any] = {
+            "pack": layout.pack,
+            "seats": list(layout.seats),
+            "nerts": {"count": len(nerts), "top": CODE[nerts[-1]] if nerts else None},
+            "work": [[CODE[c] for c in pile] for pile in layout.work],
+            "stock": {"count": len(layout.stock)},
+            "waste": {"count": len(waste), "top": CODE[waste[-1]] if waste else None},
+            "stuck": layout.stuck,
+        }
+        if self._ended is not None:
+            view["nerts_cards"] = [CODE[c] for c in nerts]
+            view["stock_cards"] = [CODE[c] for c in reversed(layout.stock)]
+            view["waste_cards"] = [CODE[c] for c in waste]
+        self._layout_views[layout.pack] = view
+        return view
+
+    def view(self, seat: int | None) -> View:
+        """What ``seat`` sees (``None``: a spectator); the shape is documented in ``docs/views-nerts.md``.
+
+        In play every seat sees the same public cards (Nerts pile tops, work piles, waste tops, counts); face-down
+        Nerts cards and stock order are never shown. Once the hand is over each layout also reveals
+        ``nerts_cards`` (bottom first), ``stock_cards`` (top first) and ``waste_cards`` (bottom first).
+        """
+        return {
+            "game": "nerts",
+            "seat": seat,
+            "players": self.players,
+            "ms": self._ms,
+            "layouts": [self._layout_view(layout) for layout in self._layouts],
+            "foundations": list(self._found_views),
+            "called": self._called,
+            "over": self._ended is not None,
+            "ended": self._ended,
+            "scores": self.scores(),
+        }
+
+    def events_for(self, events: Sequence[Event], seat: int | None) -> list[Event]:
+        """Nerts events carry only public cards, so every viewer gets them all."""
+        return list(events)
+
+    # -- testing and debugging -------------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """The whole state, hidden cards included, as plain data (for tests and debugging, never for players)."""
+        return {
+            "layouts": [
+                {
+                    "nerts": [CODE[c] + f"/{c >> 6}" for c in lay.nerts],
+                    "work": [[CODE[c] + f"/{c >> 6}" for c in pile] for pile in lay.work],
+                    "stock": [CODE[c] + f"/{c >> 6}" for c in lay.stock],
+                    "waste": [CODE[c] + f"/{c >> 6}" for c in lay.waste],
+                    "stuck": lay.stuck,
+                }
+                for lay in self._layouts
+            ],
+            "foundations": [
+                {
+                    "cards": [CODE[c] + f"/{c >> 6}" for c in f.cards],
+                    "decl": list(f.decl),
+                    "top": (f.top_rank, f.top_ms, f.top_pack),
+                    "finished": f.finished,
+                }
+                for f in self._foundations
+            ],
+            "wants": sorted((k, sorted(f.fid for f in v)) for k, v in self._wants.items()),
+            "in_found": list(self._in_found),
+            "ms": self._ms,
+            "called": (self._called, self._called_ms),
+            "ended": self._ended,
+            "progress": (self._last_progress, self._stall_base),
+            "rotated": (self._rotated, self._moved_since_rotate),
+            "actions": self._actions,
+        }
+
+    def card_places(self) -> list[tuple[str, int]]:
+        """Every card in the hand as ``(code, pack)`` (for invariant tests)."""
+        out: list[tuple[str, int]] = []
+        for lay in self._layouts:
+            for pile in (lay.nerts, *lay.work, lay.stock, lay.waste):
+                out.extend((CODE[c], c >> 6) for c in pile)
+        for f in self._foundations:
+            out.extend((CODE[c], c >> 6) for c in f.cards)
+        return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The match
+
+
+class NertsMatch:
+    """A Nerts match: hands until some seat or team has ``target_score`` with a unique top (rules: "Scoring").
+
+    ``totals`` and each result's ``scores`` have one entry per seat; partners show their team's figure.
+    """
+
+    game = "nerts"
+
+    def __init__(self, options: NertsOptions) -> None:
+        self.options = options
+        self.players = options.players
+        self.totals = [0] * options.players
+        self.results: list[HandResult] = []
+        self._hand: NertsState | None = None
+        self._hands_started = 0
+
+    @property
+    def hand(self) -> NertsState | None:
+        """The hand in play, or the last one once finished; ``None`` before the first deal."""
+        return self._hand
+
+    def _packs(self, deal: Mapping[str, Any]) -> list[list[int]]:
+        if not isinstance(deal, Mapping):
+            raise ValueError("deal: must be an object")
+        keys = set(deal)
+        if keys == {"seed"}:
+            seed = deal["seed"]
+            if not isinstance(seed, int) or isinstance(seed, bool):
+                raise ValueError(f"deal.seed: must be a whole number, not {seed!r}")
+            packs: Any = seed_packs(seed, self.options.layouts, self.options.jokers)
+        elif keys == {"packs"}:
+            packs = deal["packs"]
+        else:
+            extra = sorted(keys - {"seed", "packs"})
+            if extra:
+                raise ValueError(f"deal.{extra[0]}: unknown field in a Nerts deal")
+            raise ValueError("deal: needs either 'seed' or 'packs' (one of them)")
+        return _check_packs(packs, self.options.layouts, self.options.jokers)
+
+    def check_deal(self, deal: Mapping[str, Any]) -> None:
+        """Raise ``ValueError`` naming the field (``"deal.packs[1]: missing 7H"``) when ``deal`` is bad."""
+        self._packs(deal)
+
+    def deal_cards(self, seed: int) -> dict[str, Any]:
+        """``{"packs": [[codes]]}`` shuffled from ``seed`` (see the module docstring for how)."""
+        return {"packs": seed_packs(seed, self.options.layouts, self.options.jokers)}
+
+    def start_hand(self, deal: Mapping[str, Any]) -> NertsState:
+        """Begin the next hand; ``ValueError`` for a bad deal, a match that is over, or an unfinished hand."""
+        if self.is_over:
+            raise ValueError("the match is over")
+        if self._hand is not None and len(self.results) < self._hands_started:
+            raise ValueError("the current hand has not been finished")
+        packs = self._packs(deal)
+        self._hand = NertsState(self.options, packs)
+        self._hands_started += 1
+        return self._hand
+
+    def finish_hand(self) -> HandResult:
+        """Score the ended hand into ``totals``; ``ValueError`` if no hand has ended or it was scored already."""
+        hand = self._hand
+        if hand is None or not hand.is_over:
+            raise ValueError("no hand has ended")
+        if len(self.results) >= self._hands_started:
+            raise ValueError("this hand has already been scored")
+        scores = hand.scores()
+        self.totals = [t + s for t, s in zip(self.totals, scores, strict=True)]
+        result = HandResult(scores=scores, ended=hand.ended, extra={"called": hand.called})
+        self.results.append(result)
+        return result
+
+    def _team_totals(self) -> list[int]:
+        return self.totals[: self.options.layouts]
+
+    @property
+    def is_over(self) -> bool:
+        """True when, after a scored hand, some seat/team has ``target_score`` and the highest total is unique."""
+        return self.winners() is not None
+
+    def winners(self) -> list[int] | None:
+        """The winning seats (both partners of a winning team), or ``None`` while the match goes on."""
+        if not self.results:
+            return None
+        teams = self._team_totals()
+        best = max(teams)
+        if best < self.options.target_score or teams.count(best) > 1:
+            return None
+        team = teams.index(best)
+        if self.options.partnerships:
+            return [team, team + self.options.layouts]
+        return [team]
+
+
+def new_match(options: Mapping[str, Any]) -> NertsMatch:
+    """A fresh match from a record's ``options`` mapping; ``ValueError`` naming a bad option."""
+    return NertsMatch(NertsOptions.from_dict(options))
+
+
+register(GameInfo(name="nerts", title="Nerts", option_specs=OPTION_SPECS, new_match=new_match))
