@@ -1,0 +1,97 @@
+"""The ASGI app and ``serve``: FastAPI with the lobby (``/api``), the play socket (``/ws``) and the web client (``/``).
+
+``cardtable serve`` calls :func:`serve`. For tests and subprocesses: ``python -m cardtable.server.app --port N
+--db URL``. Environment variables set server-wide knobs (see :func:`settings_from_env`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
+
+from cardtable.server import bots as server_bots
+from cardtable.server.lobby import router
+from cardtable.server.manager import Manager
+from cardtable.server.store import Store
+from cardtable.server.table import Settings, TableError
+from cardtable.server.ws import table_socket
+
+STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
+
+
+def settings_from_env(**overrides: float) -> Settings:
+    """:class:`Settings` from ``CARDTABLE_GRACE_SECONDS`` (default 60), ``CARDTABLE_HAND_PAUSE`` (seconds between
+    hands, 4), ``CARDTABLE_BOT_PACE`` (bot delay multiplier, 1.0) and ``CARDTABLE_ANEMONE_BOT_DELAY_MS`` (700);
+    keyword ``overrides`` win. ``ValueError`` for a value that is not a number."""
+    settings = Settings()
+    env = {
+        "default_grace_s": "CARDTABLE_GRACE_SECONDS", "hand_pause_s": "CARDTABLE_HAND_PAUSE",
+        "bot_pace": "CARDTABLE_BOT_PACE", "anemone_bot_delay_ms": "CARDTABLE_ANEMONE_BOT_DELAY_MS",
+    }
+    for attr, var in env.items():
+        if var in os.environ:
+            setattr(settings, attr, type(getattr(settings, attr))(float(os.environ[var])))
+    for attr, value in overrides.items():
+        setattr(settings, attr, type(getattr(settings, attr))(value))
+    return settings
+
+
+def create_app(db: str | None = None, settings: Settings | None = None) -> FastAPI:
+    """The app: opens the database at ``db`` (default: SQLite in the user's data folder) when it starts, applies
+    the migrations and rebuilds every unfinished table from its record."""
+    settings = settings or settings_from_env()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        store = await Store.open(db)
+        manager = await Manager.open(store, settings)
+        app.state.store = store
+        app.state.manager = manager
+        try:
+            yield
+        finally:
+            await manager.close()
+            await store.close()
+            server_bots.shutdown_pool()
+
+    app = FastAPI(title="cardtable", lifespan=lifespan)
+
+    @app.exception_handler(TableError)
+    async def table_error(_request: Request, error: TableError) -> JSONResponse:
+        return JSONResponse({"detail": str(error)}, status_code=error.status)
+
+    app.include_router(router)
+    app.add_api_websocket_route("/ws/tables/{table_id}", table_socket)
+    if STATIC.is_dir():
+        app.mount("/", StaticFiles(directory=STATIC, html=True), name="web")
+    return app
+
+
+def serve(host: str = "127.0.0.1", port: int = 8000, db: str | None = None) -> None:
+    """Run the server with uvicorn until interrupted (``cardtable serve``)."""
+    import uvicorn
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    uvicorn.run(create_app(db), host=host, port=port, log_level="warning", ws_max_size=64 * 1024)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m cardtable.server.app [--host H] [--port P] [--db URL]``."""
+    parser = argparse.ArgumentParser(prog="python -m cardtable.server.app", description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--db", default=None, help="database URL (default: SQLite in the user's data folder)")
+    args = parser.parse_args(argv)
+    serve(args.host, args.port, args.db)
+
+
+if __name__ == "__main__":
+    main()

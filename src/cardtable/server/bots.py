@@ -1,0 +1,114 @@
+"""Driving bots at a table: one task per bot-played seat, feeding the table's queue like a person would.
+
+A bot sees only ``state.view(seat)`` and ``state.legal_actions(seat)`` (``cardtable.bots``). Nerts bots act at
+human pace: their ``reaction_ms`` with seeded jitter (``Settings.bot_pace`` scales it). Enemy Anemone bots play
+when it is their seat's turn, after a short pause. Bots that search (``pooled``) run in a process pool of at most
+two workers through :func:`cardtable.bots.run_bot`, so the event loop never waits for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import random
+from concurrent.futures import ProcessPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from cardtable import bots
+
+if TYPE_CHECKING:
+    from cardtable.server.table import Table
+
+log = logging.getLogger("cardtable.server.bots")
+
+POOL_WORKERS = 2
+"""Processes in the pool that runs searching bots."""
+
+MIN_REACTION_MS = 300
+"""A Nerts bot at a table waits at least this long between looks, even a bot made for simulations (0 ms)."""
+
+_pool: ProcessPoolExecutor | None = None
+
+
+def get_pool() -> ProcessPoolExecutor:
+    """The shared process pool (spawned processes, made on first use)."""
+    global _pool
+    if _pool is None:
+        _pool = ProcessPoolExecutor(max_workers=POOL_WORKERS, mp_context=multiprocessing.get_context("spawn"))
+    return _pool
+
+
+def shutdown_pool() -> None:
+    """Stop the pool's processes (at server shutdown)."""
+    global _pool
+    if _pool is not None:
+        _pool.shutdown(wait=False, cancel_futures=True)
+        _pool = None
+
+
+def _seat_rng(table: Table, seat: int) -> random.Random:
+    return random.Random(f"{table.row.seed}:{table.id}:{seat}")
+
+
+async def drive_seat(table: Table, seat: int, spec: str) -> None:
+    """Play ``seat`` with bot ``spec`` until cancelled: wait for a chance to act, choose, queue the action.
+
+    A rejected action (another seat got there first) is simply followed by a new look after the next change.
+    """
+    try:
+        await _drive(table, seat, spec)
+    except asyncio.CancelledError:
+        raise
+    except Exception:
+        log.exception("table %s: bot %s at seat %d stopped", table.id, spec, seat)
+
+
+async def _drive(table: Table, seat: int, spec: str) -> None:
+    info = bots.get_bot(table.game, spec)
+    rng = _seat_rng(table, seat)
+    bot = None if info.pooled else info.make(rng.randrange(2**31))
+    nerts = table.game == "nerts"
+    loop = asyncio.get_running_loop()
+    while True:
+        state = table.state
+        if table.status != "playing" or state is None or state.is_over or seat not in state.to_act():
+            await table.changed.wait()
+            continue
+        if nerts:
+            delay = max(info.reaction_ms, MIN_REACTION_MS) * rng.uniform(0.75, 1.25) * table.settings.bot_pace / 1000.0
+        else:
+            delay = table.settings.anemone_bot_delay_ms * table.settings.bot_pace / 1000.0
+        if delay > 0:
+            await asyncio.sleep(delay)
+        else:
+            await asyncio.sleep(0)
+        state = table.state
+        if table.status != "playing" or state is None or state.is_over or seat not in state.to_act():
+            continue
+        version = table.version
+        view = state.view(seat)
+        legal = state.legal_actions(seat)
+        if not legal:
+            await table.changed.wait()
+            continue
+        action: Any
+        if bot is None:
+            action = await loop.run_in_executor(
+                get_pool(), bots.run_bot, table.game, spec, rng.randrange(2**31), view, legal
+            )
+        else:
+            action = bot.choose(view, legal)
+        if action is None:
+            if table.version == version and not nerts:
+                await table.changed.wait()
+            continue
+        if table.version != version and not nerts:
+            continue  # the table moved on while the bot thought: look again
+        from cardtable.server.table import Play
+
+        future: asyncio.Future[tuple[bool, Any]] = loop.create_future()
+        table.submit_play(Play(seat, dict(action), future=future))
+        ok, _ = await future
+        if not ok and table.version == version:
+            await table.changed.wait()

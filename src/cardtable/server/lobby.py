@@ -1,0 +1,163 @@
+"""The HTTP lobby (``docs/protocol.md``, "HTTP lobby"): games, tables, join, leave, start, records, replays.
+
+Bodies are validated by pydantic; refusals are ``4xx {"detail": reason}`` (404 unknown table, 422 bad game,
+options, seats or body, 409 full, taken or not startable, 403 bad token).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from cardtable import bots
+from cardtable.games import game_names, get_game
+from cardtable.server.manager import Manager
+from cardtable.server.table import TableError
+
+router = APIRouter(prefix="/api")
+
+
+class SeatSpec(BaseModel):
+    """A seat of a new table: ``open`` for a person, or ``bot`` with its spec (``"greedy:medium"``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["open", "bot"]
+    bot: str | None = Field(default=None, max_length=40)
+
+
+class CreateTable(BaseModel):
+    """``POST /api/tables`` body. ``grace_seconds``: how long a disconnected person keeps their seat before a bot
+    plays it (default: the server's, 60 s)."""
+
+    model_config = ConfigDict(extra="forbid")
+    game: str = Field(max_length=40)
+    options: dict[str, Any] = Field(default_factory=dict)
+    seats: list[SeatSpec] | None = Field(default=None, max_length=16)
+    name: str = Field(default="player", min_length=1, max_length=40)
+    seed: int | None = Field(default=None, ge=0, lt=2**62)
+    grace_seconds: float | None = Field(default=None, ge=0, le=86400)
+
+
+class JoinTable(BaseModel):
+    """``POST /api/tables/{id}/join`` body."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(default="player", min_length=1, max_length=40)
+    seat: int | None = None
+
+
+class TokenBody(BaseModel):
+    """``leave`` and ``start`` bodies: the seat's token."""
+
+    model_config = ConfigDict(extra="forbid")
+    token: str = Field(max_length=200)
+
+
+def _manager(request: Request) -> Manager:
+    manager: Manager = request.app.state.manager
+    return manager
+
+
+def _http(error: TableError) -> HTTPException:
+    return HTTPException(status_code=error.status, detail=str(error))
+
+
+def _seated(table_id: str, table: dict[str, Any], seat: int, token: str) -> dict[str, Any]:
+    return {"table": table, "seat": seat, "token": token, "invite": f"/?table={table_id}"}
+
+
+@router.get("/games")
+async def list_games() -> list[dict[str, Any]]:
+    """Every game with its option specs and its bots."""
+    out = []
+    for name in game_names():
+        info = get_game(name)
+        out.append({
+            "game": info.name, "title": info.title, "options": [spec.to_dict() for spec in info.option_specs],
+            "bots": [{"spec": b.spec, "description": b.description} for b in bots.bot_infos(name)],
+        })
+    return out
+
+
+@router.post("/tables", status_code=201)
+async def create_table(body: CreateTable, request: Request) -> dict[str, Any]:
+    """Open a new table; the creator takes the first open seat and gets its token."""
+    seats = None if body.seats is None else [s.model_dump() for s in body.seats]
+    try:
+        table, seat, token = await _manager(request).create(
+            body.game, body.options, seats, body.name, body.seed, body.grace_seconds
+        )
+    except TableError as error:
+        raise _http(error) from None
+    return _seated(table.id, table.to_dict(), seat, token)
+
+
+@router.get("/tables")
+async def list_tables(
+    request: Request, status: Annotated[Literal["open", "playing", "finished"], Query()] = "open"
+) -> list[dict[str, Any]]:
+    """Tables with ``status`` (default ``open``)."""
+    return await _manager(request).list_tables(status)
+
+
+@router.get("/tables/{table_id}")
+async def table_info(table_id: str, request: Request) -> dict[str, Any]:
+    """One table."""
+    try:
+        return await _manager(request).table_dict(table_id)
+    except TableError as error:
+        raise _http(error) from None
+
+
+@router.post("/tables/{table_id}/join")
+async def join_table(table_id: str, body: JoinTable, request: Request) -> dict[str, Any]:
+    """Take a seat (the given one or the first open one)."""
+    try:
+        table, seat, token = await _manager(request).join(table_id, body.name, body.seat)
+    except TableError as error:
+        raise _http(error) from None
+    return _seated(table.id, table.to_dict(), seat, token)
+
+
+@router.post("/tables/{table_id}/leave")
+async def leave_table(table_id: str, body: TokenBody, request: Request) -> dict[str, Any]:
+    """Leave the token's seat."""
+    try:
+        return (await _manager(request).leave(table_id, body.token)).to_dict()
+    except TableError as error:
+        raise _http(error) from None
+
+
+@router.post("/tables/{table_id}/start")
+async def start_table(table_id: str, body: TokenBody, request: Request) -> dict[str, Any]:
+    """Start the game once every seat is taken."""
+    try:
+        return (await _manager(request).start(table_id, body.token)).to_dict()
+    except TableError as error:
+        raise _http(error) from None
+
+
+@router.get("/tables/{table_id}/record")
+async def table_record(table_id: str, request: Request) -> dict[str, Any]:
+    """The ``cardtable/1`` record of a finished table."""
+    try:
+        return (await _manager(request).record(table_id)).to_dict()
+    except TableError as error:
+        raise _http(error) from None
+
+
+@router.get("/tables/{table_id}/replay")
+async def table_replay(table_id: str, request: Request) -> dict[str, Any]:
+    """A finished table's record and its steps, each with the public view."""
+    try:
+        return await _manager(request).replay(table_id)
+    except TableError as error:
+        raise _http(error) from None
+
+
+@router.get("/finished")
+async def finished_tables(request: Request) -> list[dict[str, Any]]:
+    """Finished games, newest first."""
+    return await _manager(request).list_tables("finished")

@@ -1,0 +1,302 @@
+"""All tables of one server: create, join, leave, start, restore on start, records and replays.
+
+The HTTP routes (``lobby.py``) and the WebSocket handler (``ws.py``) call this; every change to a live table runs
+on that table's owner (:meth:`Table.submit_call`), so lobby operations and actions never interleave.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import Any
+
+from cardtable import bots, records
+from cardtable.engine import HandState
+from cardtable.games import get_game
+from cardtable.server.store import SeatRow, Store, TableRow
+from cardtable.server.table import Peer, Settings, Table, TableError, now_iso
+from cardtable.server.tokens import hash_token, new_table_id, new_token, token_matches
+
+log = logging.getLogger("cardtable.server.manager")
+
+
+def _table_from_row(row: TableRow) -> dict[str, Any]:
+    """``TABLE`` for a finished table read from the database (no live owner)."""
+    info = get_game(row.game)
+    options = {spec.name: spec.default for spec in info.option_specs}
+    options.update(row.options)
+    seats: list[dict[str, Any]] = []
+    for seat in row.seats:
+        if seat.kind == "open":
+            seats.append({"seat": seat.seat, "kind": "open"})
+        elif seat.kind == "bot":
+            seats.append({"seat": seat.seat, "kind": "bot", "bot": seat.bot, "name": seat.name})
+        else:
+            seats.append({"seat": seat.seat, "kind": "person", "name": seat.name, "connected": False,
+                          "standin": None})
+    return {
+        "id": row.id, "game": row.game, "options": options, "status": row.status, "seats": seats,
+        "hand": max((row.hands_played or 1) - 1, 0), "totals": row.totals or [0] * len(row.seats),
+        "winners": row.winners, "created": row.created,
+    }
+
+
+def record_of(row: TableRow) -> records.Record:
+    """The ``cardtable/1`` record of a stored table (loaded with its hands)."""
+    seats = [records.Seat(name=s.name or f"seat-{s.seat}", bot=s.bot if s.kind == "bot" else None)
+             for s in row.seats]
+    record = records.new_record(row.game, seats, row.options)
+    record.hands = [
+        records.HandRecord(
+            deal=hand.deal,
+            actions=[records.ActionRecord(seat=seat, ms=ms, action=action) for seat, ms, action in hand.actions],
+        )
+        for hand in row.hands
+    ]
+    return record
+
+
+class Manager:
+    """The server's tables. Build with :meth:`open` (restores unfinished tables), :meth:`close` at shutdown."""
+
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self.store = store
+        self.settings = settings
+        self.tables: dict[str, Table] = {}
+
+    @classmethod
+    async def open(cls, store: Store, settings: Settings) -> Manager:
+        """A manager with every unfinished table rebuilt from its record and running again."""
+        manager = cls(store, settings)
+        for row in await store.load_tables(statuses=("open", "playing"), with_hands=True):
+            try:
+                table = Table(row, get_game(row.game), store, settings)
+                table.fold()
+            except ValueError:
+                log.exception("table %s: its record does not replay; left out", row.id)
+                continue
+            manager.tables[row.id] = table
+            table.start_owner()
+        return manager
+
+    async def close(self) -> None:
+        """Stop every table's owner (their records are already stored)."""
+        for table in self.tables.values():
+            for peer in table.all_peers():
+                peer.close()
+            await table.stop()
+
+    # -- lobby ---------------------------------------------------------------------------------------
+
+    async def create(self, game: str, options: dict[str, Any], seats: list[dict[str, Any]] | None, name: str,
+                     seed: int | None, grace_seconds: float | None) -> tuple[Table, int, str]:
+        """A new open table; the creator takes the first open seat. Returns the table, that seat and its token.
+
+        ``TableError`` (422) for an unknown game, bad options (the engine's message), bad seats or bot specs.
+        """
+        try:
+            info = get_game(game)
+            match = info.new_match(options)
+        except ValueError as error:
+            raise TableError(422, str(error)) from None
+        players = match.players
+        specs = seats if seats is not None else [{"kind": "open"} for _ in range(players)]
+        if len(specs) != players:
+            raise TableError(422, f"seats: {len(specs)} given but this table has {players} seats (option players)")
+        rows: list[SeatRow] = []
+        for i, spec in enumerate(specs):
+            if spec.get("kind") == "bot":
+                try:
+                    bot = bots.get_bot(game, spec.get("bot") or "").spec
+                except ValueError as error:
+                    raise TableError(422, f"seats[{i}].bot: {error}") from None
+                rows.append(SeatRow(seat=i, kind="bot", bot=bot, name=f"bot-{i}"))
+            else:
+                rows.append(SeatRow(seat=i, kind="open"))
+        first_open = next((r for r in rows if r.kind == "open"), None)
+        if first_open is None:
+            raise TableError(422, "seats: at least one seat must be open, for you")
+        token = new_token()
+        first_open.kind, first_open.name, first_open.token_hash = "person", name, hash_token(token)
+        row = TableRow(
+            id=new_table_id(), game=game, options=dict(options), status="open",
+            seed=seed if seed is not None else random.SystemRandom().randrange(2**62),
+            grace_seconds=self.settings.default_grace_s if grace_seconds is None else grace_seconds,
+            created=now_iso(), seats=rows,
+        )
+        await self.store.insert_table(row)
+        table = Table(row, info, self.store, self.settings)
+        self.tables[row.id] = table
+        table.start_owner()
+        return table, first_open.seat, token
+
+    def live(self, table_id: str) -> Table:
+        """The live table ``table_id``; ``TableError`` 404 when there is none (unknown or finished earlier)."""
+        table = self.tables.get(table_id)
+        if table is None:
+            raise TableError(404, f"no table {table_id!r}")
+        return table
+
+    async def join(self, table_id: str, name: str, seat: int | None) -> tuple[Table, int, str]:
+        """Take ``seat`` (or the first open one); returns the table, the seat and its new token."""
+        table = self.live(table_id)
+
+        async def take() -> tuple[int, str]:
+            if table.status != "open":
+                raise TableError(409, "the game has already started")
+            if seat is not None:
+                if not 0 <= seat < len(table.seats):
+                    raise TableError(422, f"seat: no seat {seat} (the table has {len(table.seats)})")
+                chosen = table.seats[seat]
+                if chosen.row.kind != "open":
+                    raise TableError(409, f"seat {seat} is taken")
+            else:
+                free = [s for s in table.seats if s.row.kind == "open"]
+                if not free:
+                    raise TableError(409, "the table is full")
+                chosen = free[0]
+            token = new_token()
+            chosen.row.kind, chosen.row.name, chosen.row.token_hash = "person", name, hash_token(token)
+            await self.store.update_seat(table.id, chosen.row)
+            table.broadcast({"type": "table", "table": table.to_dict()})
+            return chosen.row.seat, token
+
+        taken_seat, token = await table.submit_call(take)
+        return table, taken_seat, token
+
+    def seat_of(self, table: Table, token: str | None) -> int:
+        """The seat ``token`` holds at ``table``; ``TableError`` 403 for a missing or wrong token."""
+        if token:
+            for seat in table.seats:
+                if seat.row.kind == "person" and token_matches(token, seat.row.token_hash):
+                    return seat.row.seat
+        raise TableError(403, "bad token: it holds no seat at this table")
+
+    async def leave(self, table_id: str, token: str) -> Table:
+        """Give up the token's seat: before the start it opens again; after it a bot plays it."""
+        table = self.live(table_id)
+
+        async def go() -> None:
+            seat = table.seats[self.seat_of(table, token)]
+            if table.status == "open":
+                seat.row.kind, seat.row.name, seat.row.token_hash = "open", None, None
+                for peer in list(seat.peers):
+                    seat.peers.discard(peer)
+                    peer.seat = None
+                    table.spectators.add(peer)
+            elif table.status == "playing":
+                seat.row.left = True
+                seat.standin = "greedy:medium" if table.game == "nerts" else "heuristic"
+                if seat.away_timer is not None:
+                    seat.away_timer.cancel()
+                    seat.away_timer = None
+                table._sync_bots()
+            await self.store.update_seat(table.id, seat.row)
+            table.broadcast({"type": "table", "table": table.to_dict()})
+
+        await table.submit_call(go)
+        return table
+
+    async def start(self, table_id: str, token: str) -> Table:
+        """Start the game (a seated person, every seat taken): the first hand is dealt at once."""
+        table = self.live(table_id)
+
+        async def go() -> None:
+            self.seat_of(table, token)
+            if table.status != "open":
+                raise TableError(409, "the game has already started")
+            if any(s.row.kind == "open" for s in table.seats):
+                raise TableError(409, "not startable: every seat must be taken first")
+            table.row.status = "playing"
+            await self.store.update_status(table.id, "playing")
+            for seat in table.seats:
+                table._start_away_timer(seat)
+            table.broadcast({"type": "table", "table": table.to_dict()})
+            await table._start_hand()
+
+        await table.submit_call(go)
+        return table
+
+    async def table_dict(self, table_id: str) -> dict[str, Any]:
+        """``TABLE`` for a live or finished table; ``TableError`` 404 if unknown."""
+        table = self.tables.get(table_id)
+        if table is not None:
+            return table.to_dict()
+        rows = await self.store.load_tables(table_id=table_id)
+        if not rows:
+            raise TableError(404, f"no table {table_id!r}")
+        return _table_from_row(rows[0])
+
+    async def list_tables(self, status: str) -> list[dict[str, Any]]:
+        """``TABLE``s with ``status``; finished ones newest first."""
+        if status == "finished":
+            return [_table_from_row(r) for r in await self.store.load_tables(
+                statuses=("finished",), newest_first=True, limit=200)]
+        return [t.to_dict() for t in self.tables.values() if t.status == status]
+
+    async def record(self, table_id: str) -> records.Record:
+        """The record of a finished table; ``TableError`` 404 if unknown, 409 while it is open or in play."""
+        rows = await self.store.load_tables(table_id=table_id, with_hands=True)
+        if not rows:
+            raise TableError(404, f"no table {table_id!r}")
+        if rows[0].status != "finished":
+            raise TableError(409, "the game is not finished: its record is published at the end")
+        return record_of(rows[0])
+
+    async def replay(self, table_id: str) -> dict[str, Any]:
+        """``{"record": RECORD, "steps": [...]}`` for a finished table (``docs/protocol.md``, replay)."""
+        record = await self.record(table_id)
+        match = get_game(record.game).new_match(record.options)
+        steps: list[dict[str, Any]] = []
+        anemone = record.game == "anemone"
+
+        def step(h: int, index: int | None, seat: int | None, action: dict[str, Any] | None,
+                 state: HandState) -> None:
+            hands = None
+            if anemone:
+                hands = [list(state.view(s).get("hand") or []) for s in range(state.players)]
+            steps.append({"hand": h, "index": index, "seat": seat, "action": action, "view": state.view(None),
+                          "hands": hands})
+
+        for h, hand in enumerate(record.hands):
+            state = match.start_hand(hand.deal)
+            step(h, None, None, None, state)
+            for i, entry in enumerate(hand.actions):
+                state.apply(entry.seat, entry.action, entry.ms)
+                step(h, i, entry.seat, entry.action, state)
+            if state.is_over:
+                match.finish_hand()
+        return {"record": record.to_dict(), "steps": steps}
+
+    async def hello(self, table: Table, peer: Peer, token: str | None) -> None:
+        """Seat ``peer`` by ``token`` (``None``: a spectator) and send ``welcome`` then a snapshot.
+
+        ``TableError`` 403 for a wrong token (the connection stays, unseated).
+        """
+
+        async def go() -> None:
+            seat = None if token is None else self.seat_of(table, token)
+            changed = table.attach(peer, seat)
+            for row in changed:
+                await self.store.update_seat(table.id, row)
+            peer.send_message({"type": "welcome", "seat": seat, "table": table.to_dict()})
+            table.send_snapshot(peer)
+            if seat is not None:
+                text = {"type": "table", "table": table.to_dict()}
+                for other in table.all_peers():
+                    if other is not peer:
+                        other.send_message(text)
+
+        await table.submit_call(go)
+
+    async def goodbye(self, table: Table, peer: Peer) -> None:
+        """Forget a closed connection (a person's grace timer starts when their last connection goes)."""
+
+        async def go() -> None:
+            was_seated = peer.seat is not None
+            table.detach(peer)
+            if was_seated:
+                table.broadcast({"type": "table", "table": table.to_dict()})
+
+        if table.task is not None and not table.task.done():
+            await table.submit_call(go)

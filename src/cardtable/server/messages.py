@@ -1,0 +1,100 @@
+"""WebSocket messages (``docs/protocol.md``, "WebSocket"): decoding, size and rate limits, encoding.
+
+Client messages are decoded with msgspec into tagged structs; anything else is a :class:`MessageError` whose
+text is sent back in an ``error`` message. Server messages are plain dicts encoded once per recipient group.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import msgspec
+
+MAX_MESSAGE_BYTES = 4096
+"""Largest client message accepted, in bytes of UTF-8."""
+
+RATE_PER_SECOND = 30.0
+"""Sustained client messages per second per connection."""
+
+RATE_BURST = 60.0
+"""Client messages a connection may send at once before the rate applies."""
+
+HELLO_TIMEOUT_S = 10.0
+"""Seconds a connection has to send ``hello`` before it is closed."""
+
+
+class MessageError(ValueError):
+    """A client message that is malformed, oversized or too frequent; ``str()`` is the reason sent back."""
+
+
+class Hello(msgspec.Struct, tag_field="type", tag="hello", forbid_unknown_fields=True):
+    """``{"type": "hello", "token": "..." | null}``: identify as a seat, or as a spectator."""
+
+    token: str | None = None
+
+
+class ActionMessage(msgspec.Struct, tag_field="type", tag="action", forbid_unknown_fields=True):
+    """``{"type": "action", "seq": 7, "action": {...}}``: an action for the token's seat."""
+
+    seq: int
+    action: dict[str, Any]
+
+
+class Resync(msgspec.Struct, tag_field="type", tag="resync", forbid_unknown_fields=True):
+    """``{"type": "resync"}``: ask for a fresh snapshot."""
+
+
+class Ping(msgspec.Struct, tag_field="type", tag="ping", forbid_unknown_fields=True):
+    """``{"type": "ping", "t": 123.4}``: ``t`` is the client's clock in ms, echoed in the ``pong``."""
+
+    t: float = 0.0
+
+
+ClientMessage = Hello | ActionMessage | Resync | Ping
+
+_decoder = msgspec.json.Decoder(ClientMessage)
+_encoder = msgspec.json.Encoder()
+
+
+def decode(data: str | bytes) -> ClientMessage:
+    """Decode one client message; :class:`MessageError` says what was wrong (size, JSON, type or field)."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    if len(raw) > MAX_MESSAGE_BYTES:
+        raise MessageError(f"message too large: {len(raw)} bytes (at most {MAX_MESSAGE_BYTES})")
+    try:
+        message: ClientMessage = _decoder.decode(raw)
+    except msgspec.ValidationError as error:
+        raise MessageError(f"bad message: {error}") from None
+    except msgspec.DecodeError as error:
+        raise MessageError(f"not a JSON message: {error}") from None
+    if isinstance(message, ActionMessage) and not isinstance(message.action.get("type"), str):
+        raise MessageError("bad message: action.type must be a string")
+    return message
+
+
+def encode(message: dict[str, Any]) -> str:
+    """A server message as JSON text."""
+    return _encoder.encode(message).decode()
+
+
+class RateLimiter:
+    """A token bucket: ``rate`` messages per second, ``burst`` at once (``docs/protocol.md``, "Limits")."""
+
+    __slots__ = ("_last", "_tokens", "burst", "rate")
+
+    def __init__(self, rate: float = RATE_PER_SECOND, burst: float = RATE_BURST) -> None:
+        self.rate = rate
+        self.burst = burst
+        self._tokens = burst
+        self._last = time.monotonic()
+
+    def allow(self) -> bool:
+        """Take one token; False (and nothing taken) when the bucket is empty."""
+        now = time.monotonic()
+        self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
+        self._last = now
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return True
+        return False

@@ -1,0 +1,284 @@
+"""Persistence through SQLAlchemy's async engine: SQLite by default, PostgreSQL by URL (``shared/design.md``).
+
+Every write goes through one writer task that batches whatever is waiting into a single transaction (group
+commit), so a burst of actions from many tables costs one commit. :meth:`Store.write` returns once the
+transaction holding the write has committed: the server acknowledges an action only after that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import event, select, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from cardtable.server import schema
+
+log = logging.getLogger("cardtable.server.store")
+
+WriteFn = Callable[[AsyncConnection], Awaitable[None]]
+"""One write: statements run on the batch's connection, inside its transaction."""
+
+MAX_BATCH = 1000
+"""Most writes committed in one transaction."""
+
+
+def default_url() -> str:
+    """``sqlite+aiosqlite:///`` a ``cardtable.db`` file in the user's data folder (created if missing)."""
+    import platformdirs
+
+    folder = Path(platformdirs.user_data_dir("cardtable"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return f"sqlite+aiosqlite:///{folder / 'cardtable.db'}"
+
+
+@dataclass(slots=True)
+class SeatRow:
+    """A stored seat: ``kind`` is ``open``, ``person`` or ``bot``; ``left`` marks a person who left after the start."""
+
+    seat: int
+    kind: str
+    name: str | None = None
+    bot: str | None = None
+    token_hash: str | None = None
+    left: bool = False
+
+
+@dataclass(slots=True)
+class HandRow:
+    """A stored hand: its deal (cards written out) and its actions as ``(seat, ms, action)``."""
+
+    deal: dict[str, Any]
+    actions: list[tuple[int | None, int, dict[str, Any]]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TableRow:
+    """A stored table; ``options`` are the ones the creator set, ``hands`` filled only by the loaders that say so."""
+
+    id: str
+    game: str
+    options: dict[str, Any]
+    status: str
+    seed: int
+    grace_seconds: float
+    created: str
+    finished: str | None = None
+    hands_played: int | None = None
+    totals: list[int] | None = None
+    winners: list[int] | None = None
+    seats: list[SeatRow] = field(default_factory=list)
+    hands: list[HandRow] = field(default_factory=list)
+
+
+def _json_dumps(value: Any) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+def _set_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.close()
+
+
+def _run_migrations(connection: Connection) -> None:
+    config = Config(str(Path(__file__).with_name("alembic.ini")))
+    config.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
+    config.attributes["connection"] = connection
+    command.upgrade(config, "head")
+
+
+class Store:
+    """The server's database. Build with :meth:`open`; :meth:`close` when done."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self._queue: asyncio.Queue[tuple[WriteFn, asyncio.Future[None]]] = asyncio.Queue()
+        self._writer: asyncio.Task[None] | None = None
+        self.commits = 0
+        """Transactions committed by the writer (for the benchmark)."""
+
+    @classmethod
+    async def open(cls, url: str | None = None) -> Store:
+        """Connect to ``url`` (default :func:`default_url`), apply the Alembic migrations, start the writer."""
+        url = url or default_url()
+        engine = create_async_engine(url, json_serializer=_json_dumps, json_deserializer=msgspec.json.decode)
+        if engine.dialect.name == "sqlite":
+            event.listen(engine.sync_engine, "connect", _set_sqlite_pragmas)
+        async with engine.begin() as conn:
+            await conn.run_sync(_run_migrations)
+        store = cls(engine)
+        store._writer = asyncio.create_task(store._write_loop(), name="cardtable-store-writer")
+        return store
+
+    async def close(self) -> None:
+        """Finish the queued writes, stop the writer and dispose of the engine."""
+        if self._writer is not None:
+            while not self._queue.empty():
+                await asyncio.sleep(0.01)
+            self._writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._writer
+        await self.engine.dispose()
+
+    # -- writing ---------------------------------------------------------------------------------------
+
+    def write(self, fn: WriteFn) -> asyncio.Future[None]:
+        """Queue ``fn`` for the next group commit; the future resolves once it is committed (or fails)."""
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._queue.put_nowait((fn, future))
+        return future
+
+    async def _write_loop(self) -> None:
+        while True:
+            batch = [await self._queue.get()]
+            while len(batch) < MAX_BATCH and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            try:
+                await self._commit(batch)
+            except Exception:
+                log.exception("group commit of %d writes failed; retrying one by one", len(batch))
+                for item in batch:
+                    try:
+                        await self._commit([item])
+                    except Exception as error:
+                        if not item[1].done():
+                            item[1].set_exception(error)
+                continue
+            for _, future in batch:
+                if not future.done():
+                    future.set_result(None)
+
+    async def _commit(self, batch: list[tuple[WriteFn, asyncio.Future[None]]]) -> None:
+        async with self.engine.begin() as conn:
+            for fn, _ in batch:
+                await fn(conn)
+        self.commits += 1
+        if len(batch) == 1:
+            future = batch[0][1]
+            if not future.done():
+                future.set_result(None)
+
+    def insert_table(self, row: TableRow) -> asyncio.Future[None]:
+        """Store a new table and its seats."""
+
+        async def fn(conn: AsyncConnection) -> None:
+            await conn.execute(
+                schema.tables.insert().values(
+                    id=row.id, game=row.game, options=row.options, status=row.status, seed=row.seed,
+                    grace_seconds=row.grace_seconds, created=row.created,
+                )
+            )
+            await conn.execute(
+                schema.seats.insert(),
+                [
+                    {"table_id": row.id, "seat": s.seat, "kind": s.kind, "name": s.name, "bot": s.bot,
+                     "token_hash": s.token_hash, "left": int(s.left)}
+                    for s in row.seats
+                ],
+            )
+
+        return self.write(fn)
+
+    def update_seat(self, table_id: str, seat: SeatRow) -> asyncio.Future[None]:
+        """Store a seat's new kind, name, token hash or ``left`` mark."""
+
+        async def fn(conn: AsyncConnection) -> None:
+            await conn.execute(
+                update(schema.seats)
+                .where(schema.seats.c.table_id == table_id, schema.seats.c.seat == seat.seat)
+                .values(kind=seat.kind, name=seat.name, bot=seat.bot, token_hash=seat.token_hash,
+                        left=int(seat.left))
+            )
+
+        return self.write(fn)
+
+    def update_status(
+        self, table_id: str, status: str, *, finished: str | None = None, hands_played: int | None = None,
+        totals: list[int] | None = None, winners: list[int] | None = None,
+    ) -> asyncio.Future[None]:
+        """Store a table's status (``open``, ``playing``, ``finished``) and, at the end, totals and winners."""
+
+        async def fn(conn: AsyncConnection) -> None:
+            values: dict[str, Any] = {"status": status}
+            if finished is not None:
+                values.update(finished=finished, hands=hands_played, totals=totals, winners=winners)
+            await conn.execute(update(schema.tables).where(schema.tables.c.id == table_id).values(**values))
+
+        return self.write(fn)
+
+    def insert_hand(self, table_id: str, hand: int, deal: dict[str, Any]) -> asyncio.Future[None]:
+        """Store hand number ``hand`` (from 0) with its deal."""
+
+        async def fn(conn: AsyncConnection) -> None:
+            await conn.execute(schema.hands.insert().values(table_id=table_id, hand=hand, deal=deal))
+
+        return self.write(fn)
+
+    def insert_actions(
+        self, table_id: str, hand: int, rows: list[tuple[int, int | None, int, dict[str, Any]]]
+    ) -> asyncio.Future[None]:
+        """Append actions ``(index, seat, ms, action)`` to hand ``hand``."""
+
+        async def fn(conn: AsyncConnection) -> None:
+            await conn.execute(
+                schema.actions.insert(),
+                [{"table_id": table_id, "hand": hand, "idx": i, "seat": s, "ms": ms, "action": a}
+                 for i, s, ms, a in rows],
+            )
+
+        return self.write(fn)
+
+    # -- reading ---------------------------------------------------------------------------------------
+
+    async def load_tables(self, *, statuses: tuple[str, ...] | None = None, table_id: str | None = None,
+                          with_hands: bool = False, newest_first: bool = False,
+                          limit: int | None = None) -> list[TableRow]:
+        """Tables by status or id, with their seats and, if ``with_hands``, their hands and actions in order."""
+        t = schema.tables
+        query = select(t)
+        if statuses is not None:
+            query = query.where(t.c.status.in_(statuses))
+        if table_id is not None:
+            query = query.where(t.c.id == table_id)
+        query = query.order_by(t.c.finished.desc() if newest_first else t.c.created)
+        if limit is not None:
+            query = query.limit(limit)
+        async with self.engine.connect() as conn:
+            rows = [
+                TableRow(id=r.id, game=r.game, options=dict(r.options), status=r.status, seed=r.seed,
+                         grace_seconds=r.grace_seconds, created=r.created, finished=r.finished, hands_played=r.hands,
+                         totals=r.totals, winners=r.winners)
+                for r in (await conn.execute(query)).all()
+            ]
+            by_id = {row.id: row for row in rows}
+            if not by_id:
+                return rows
+            ids = list(by_id)
+            s = schema.seats
+            for r in (await conn.execute(select(s).where(s.c.table_id.in_(ids)).order_by(s.c.seat))).all():
+                by_id[r.table_id].seats.append(
+                    SeatRow(seat=r.seat, kind=r.kind, name=r.name, bot=r.bot, token_hash=r.token_hash,
+                            left=bool(r.left))
+                )
+            if with_hands:
+                h = schema.hands
+                for r in (await conn.execute(select(h).where(h.c.table_id.in_(ids)).order_by(h.c.hand))).all():
+                    by_id[r.table_id].hands.append(HandRow(deal=dict(r.deal)))
+                a = schema.actions
+                query_a = select(a).where(a.c.table_id.in_(ids)).order_by(a.c.table_id, a.c.hand, a.c.idx)
+                for r in (await conn.execute(query_a)).all():
+                    by_id[r.table_id].hands[r.hand].actions.append((r.seat, r.ms, dict(r.action)))
+        return rows

@@ -1,0 +1,571 @@
+"""The table owner (``shared/design.md``, "The server"): one asyncio task per table applies actions one at a time.
+
+Everything that changes a table goes through its queue: actions from connections, from bots and from the clock
+(:class:`Play`), and lobby operations (:class:`Call`). Actions waiting together are applied in arrival order and
+persisted in one write (group commit) before they are acknowledged and their updates go out. After every change
+the owner re-reads the hand's clock (``state.clock_action()``: Nerts' in-flight ``end_hand`` and the stall guard's
+``rotate``, ``shared/rules/nerts.md``), wakes the bots, and starts the next hand after a pause until the match ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from cardtable.engine import Action, Event, HandState, Match
+from cardtable.games import GameInfo
+from cardtable.server import messages
+from cardtable.server.store import SeatRow, Store, TableRow
+
+log = logging.getLogger("cardtable.server.table")
+
+STANDIN_BOTS = {"nerts": "greedy:medium", "anemone": "heuristic"}
+"""The bot that plays for a person who left or stayed away longer than the table's grace."""
+
+MAX_BATCH = 64
+"""Most queued actions applied before one group commit."""
+
+MAX_OUTBOX = 2000
+"""Messages waiting for a slow connection before it is dropped."""
+
+
+def now_iso() -> str:
+    """The current UTC time as ``2026-11-22T21:00:00Z``."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def hand_seed(seed: int, hand: int) -> int:
+    """The shuffle seed of hand ``hand`` (from 0) of a table seeded with ``seed``."""
+    return (seed * 1_000_003 + hand * 7919 + 17) % (2**62)
+
+
+class Peer:
+    """One WebSocket connection as the table sees it: its ``seat`` (``None``: spectator) and its outbox.
+
+    The connection's writer task drains :attr:`outbox`; ``None`` in the outbox closes the connection.
+    """
+
+    def __init__(self, seat: int | None = None) -> None:
+        self.seat = seat
+        self.outbox: asyncio.Queue[str | None] = asyncio.Queue()
+        self.closed = False
+
+    def send(self, text: str) -> None:
+        """Queue one encoded message; a connection that falls too far behind is closed."""
+        if self.closed:
+            return
+        if self.outbox.qsize() >= MAX_OUTBOX:
+            self.close()
+            return
+        self.outbox.put_nowait(text)
+
+    def send_message(self, message: dict[str, Any]) -> None:
+        """Encode and queue one message."""
+        self.send(messages.encode(message))
+
+    def close(self) -> None:
+        """Ask the writer to close the connection."""
+        if not self.closed:
+            self.closed = True
+            self.outbox.put_nowait(None)
+
+
+@dataclass(slots=True)
+class Play:
+    """An action to apply: from a seat's connection (``peer``, ``seq``), a bot (``future``) or the clock (``due``).
+
+    ``future``, when given, gets ``(True, version)`` or ``(False, reason)``.
+    """
+
+    seat: int | None
+    action: Action
+    peer: Peer | None = None
+    seq: int | None = None
+    future: asyncio.Future[tuple[bool, Any]] | None = None
+    due: int | None = None
+
+
+@dataclass(slots=True)
+class Call:
+    """A lobby operation run by the owner between actions; ``future`` gets its result or its exception."""
+
+    fn: Callable[[], Awaitable[Any]]
+    future: asyncio.Future[Any]
+
+
+@dataclass(slots=True)
+class SeatState:
+    """A seat at a live table: the stored :class:`SeatRow` plus who is connected and who plays for an absent person."""
+
+    row: SeatRow
+    peers: set[Peer] = field(default_factory=set)
+    standin: str | None = None
+    away_timer: asyncio.TimerHandle | None = None
+
+
+@dataclass(slots=True)
+class Settings:
+    """Server-wide knobs: ``hand_pause_s`` between hands, ``bot_pace`` multiplies bot delays (tests use small ones),
+    ``anemone_bot_delay_ms`` is an Enemy Anemone bot's pause before it plays, ``default_grace_s`` the grace before a
+    bot plays for an absent person."""
+
+    hand_pause_s: float = 4.0
+    bot_pace: float = 1.0
+    anemone_bot_delay_ms: int = 700
+    default_grace_s: float = 60.0
+
+
+class TableError(ValueError):
+    """A lobby request the table refuses; ``status`` is the HTTP status (403, 409, 422)."""
+
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+
+
+class Table:
+    """A live table and its owner task. Build with :meth:`create` or :meth:`restore`, then :meth:`start_owner`."""
+
+    def __init__(self, row: TableRow, info: GameInfo, store: Store, settings: Settings) -> None:
+        self.id = row.id
+        self.row = row
+        self.info = info
+        self.store = store
+        self.settings = settings
+        self.match: Match = info.new_match(row.options)
+        self.full_options = {spec.name: spec.default for spec in info.option_specs}
+        self.full_options.update(row.options)
+        self.seats = [SeatState(seat) for seat in row.seats]
+        self.spectators: set[Peer] = set()
+        self.state: HandState | None = None
+        self.hand_index = -1
+        self.hand_start = time.monotonic()
+        self.last_ms = 0
+        self.n_actions = 0
+        self.version = 0
+        self.queue: asyncio.Queue[Play | Call] = asyncio.Queue()
+        self.task: asyncio.Task[None] | None = None
+        self.changed = asyncio.Event()
+        self._clock_key: tuple[int, str] | None = None
+        self._clock_handles: list[asyncio.TimerHandle] = []
+        self._next_hand: asyncio.TimerHandle | None = None
+        self._bot_tasks: dict[int, tuple[str, asyncio.Task[None]]] = {}
+        self.broken: str | None = None
+
+    # -- building ---------------------------------------------------------------------------------------
+
+    @property
+    def game(self) -> str:
+        """The game's name."""
+        return self.info.name
+
+    @property
+    def status(self) -> str:
+        """``open``, ``playing`` or ``finished``."""
+        return self.row.status
+
+    def fold(self) -> None:
+        """Rebuild the match by folding the stored record (``row.hands``) through the engine; ``ValueError`` if
+        the record does not replay. Nerts hand clocks resume from the last action's ``ms``."""
+        for h, hand in enumerate(self.row.hands):
+            state = self.match.start_hand(hand.deal)
+            self.state, self.hand_index, self.last_ms, self.n_actions = state, h, 0, 0
+            for seat, ms, action in hand.actions:
+                state.apply(seat, action, ms)
+                self.last_ms = ms
+                self.n_actions += 1
+                self.version += 1
+            if state.is_over:
+                self.match.finish_hand()
+        self.hand_start = time.monotonic() - self.last_ms / 1000.0
+        self.row.hands = []
+
+    def start_owner(self) -> None:
+        """Start the owner task and, for a table in play, its clock, bots and absence timers."""
+        self.task = asyncio.create_task(self._run(), name=f"table-{self.id}")
+        if self.status == "playing":
+            if self.state is None or (self.state.is_over and not self.match.is_over):
+                self._schedule_next_hand(0.0 if self.state is None else self.settings.hand_pause_s)
+            elif self.state.is_over and self.match.is_over:
+                self.submit_call(self._finish_match)
+            for seat in self.seats:
+                if seat.row.kind == "person":
+                    if seat.row.left:
+                        seat.standin = STANDIN_BOTS[self.game]
+                    else:
+                        self._start_away_timer(seat)
+            self._after_change()
+
+    async def stop(self) -> None:
+        """Stop the owner, its bots and timers (the server is shutting down; nothing is lost)."""
+        for handle in self._clock_handles:
+            handle.cancel()
+        if self._next_hand is not None:
+            self._next_hand.cancel()
+        for seat in self.seats:
+            if seat.away_timer is not None:
+                seat.away_timer.cancel()
+        tasks = [task for _, task in self._bot_tasks.values()]
+        if self.task is not None:
+            tasks.append(self.task)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    # -- the queue --------------------------------------------------------------------------------------
+
+    def submit_call(self, fn: Callable[[], Awaitable[Any]]) -> asyncio.Future[Any]:
+        """Queue a lobby operation; the future resolves with its result once the owner has run it."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.queue.put_nowait(Call(fn, future))
+        return future
+
+    def submit_play(self, play: Play) -> None:
+        """Queue an action."""
+        self.queue.put_nowait(play)
+
+    async def _run(self) -> None:
+        while True:
+            item = await self.queue.get()
+            if isinstance(item, Call):
+                await self._run_call(item)
+                continue
+            batch = [item]
+            pending_call: Call | None = None
+            while len(batch) < MAX_BATCH and not self.queue.empty():
+                nxt = self.queue.get_nowait()
+                if isinstance(nxt, Call):
+                    pending_call = nxt
+                    break
+                batch.append(nxt)
+            try:
+                await self._apply_batch(batch)
+            except Exception as error:
+                log.exception("table %s: applying actions failed", self.id)
+                self._break(f"the table stopped on a server error: {error}")
+                return
+            if pending_call is not None:
+                await self._run_call(pending_call)
+
+    async def _run_call(self, call: Call) -> None:
+        try:
+            result = await call.fn()
+        except Exception as error:
+            if not call.future.done():
+                call.future.set_exception(error)
+        else:
+            if not call.future.done():
+                call.future.set_result(result)
+
+    def _break(self, reason: str) -> None:
+        self.broken = reason
+        for peer in self.all_peers():
+            peer.send_message({"type": "error", "reason": reason})
+            peer.close()
+
+    # -- applying actions ---------------------------------------------------------------------------------
+
+    def now_ms(self) -> int:
+        """Milliseconds since the current hand began, by the server's monotonic clock."""
+        return int((time.monotonic() - self.hand_start) * 1000)
+
+    async def _apply_batch(self, batch: list[Play]) -> None:
+        rows: list[tuple[int, int | None, int, dict[str, Any]]] = []
+        accepted: list[tuple[Play, int, dict[int | None, str]]] = []
+        rejected: list[tuple[Play, str]] = []
+        hand = self.hand_index
+        for play in batch:
+            state = self.state
+            if self.status != "playing" or state is None:
+                rejected.append((play, "the game has not started" if self.status == "open" else "the game is over"))
+                continue
+            if play.due is not None:
+                clock = state.clock_action()
+                if clock is None or clock[1] != play.action or state.is_over:
+                    continue
+                ms = max(self.now_ms(), self.last_ms, clock[0])
+                if self.now_ms() + 5 < clock[0]:
+                    self._clock_key = None
+                    continue
+            else:
+                ms = max(self.now_ms(), self.last_ms)
+            try:
+                events = state.apply(play.seat, play.action, ms)
+            except ValueError as error:
+                rejected.append((play, str(error) or "that action is not allowed now"))
+                continue
+            self.last_ms = ms
+            rows.append((self.n_actions, play.seat, ms, dict(play.action)))
+            self.n_actions += 1
+            self.version += 1
+            accepted.append((play, self.version, self._updates(state, events, self.version)))
+        if rows:
+            await self.store.insert_actions(self.id, hand, rows)
+        for play, reason in rejected:
+            if play.peer is not None:
+                play.peer.send_message({"type": "reject", "seq": play.seq, "reason": reason})
+            if play.future is not None and not play.future.done():
+                play.future.set_result((False, reason))
+        for play, version, texts in accepted:
+            if play.peer is not None:
+                play.peer.send_message({"type": "ack", "seq": play.seq, "v": version})
+            if play.future is not None and not play.future.done():
+                play.future.set_result((True, version))
+            self._send_by_seat(texts)
+        if accepted:
+            if self.state is not None and self.state.is_over:
+                await self._end_hand()
+            self._after_change()
+
+    def _updates(self, state: HandState, events: list[Event], version: int) -> dict[int | None, str]:
+        texts: dict[int | None, str] = {}
+        for viewer in self._viewers():
+            texts[viewer] = messages.encode({
+                "type": "update", "v": version, "events": state.events_for(events, viewer),
+                "view": state.view(viewer), "legal": self.legal_for(viewer),
+            })
+        return texts
+
+    def _viewers(self) -> list[int | None]:
+        viewers: list[int | None] = [seat.row.seat for seat in self.seats if seat.peers]
+        if self.spectators:
+            viewers.append(None)
+        return viewers
+
+    def _send_by_seat(self, texts: dict[int | None, str]) -> None:
+        for seat in self.seats:
+            text = texts.get(seat.row.seat)
+            if text is not None:
+                for peer in seat.peers:
+                    peer.send(text)
+        if self.spectators and None in texts:
+            for peer in self.spectators:
+                peer.send(texts[None])
+
+    def legal_for(self, seat: int | None) -> list[Action]:
+        """``seat``'s legal actions now: empty for a spectator, between hands and for a seat that may not act."""
+        state = self.state
+        if seat is None or state is None or state.is_over or self.status != "playing":
+            return []
+        if seat not in state.to_act():
+            return []
+        return state.legal_actions(seat)
+
+    def all_peers(self) -> list[Peer]:
+        """Every connection at the table, seated or watching."""
+        peers = [peer for seat in self.seats for peer in seat.peers]
+        peers.extend(self.spectators)
+        return peers
+
+    def broadcast(self, message: dict[str, Any]) -> None:
+        """Send the same message to every connection."""
+        text = messages.encode(message)
+        for peer in self.all_peers():
+            peer.send(text)
+
+    # -- after each change: clock, bots ------------------------------------------------------------------
+
+    def _after_change(self) -> None:
+        self._schedule_clock()
+        self._sync_bots()
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+    def _schedule_clock(self) -> None:
+        state = self.state
+        clock = None
+        if self.status == "playing" and state is not None and not state.is_over:
+            clock = state.clock_action()
+        key = None if clock is None else (clock[0], messages.encode(clock[1]))
+        if key == self._clock_key:
+            return
+        for handle in self._clock_handles:
+            handle.cancel()
+        self._clock_handles = []
+        self._clock_key = key
+        if clock is None:
+            return
+        due, action = clock
+        loop = asyncio.get_running_loop()
+        now = self.now_ms()
+        self._clock_handles.append(
+            loop.call_later(max(0.0, (due - now) / 1000.0), self.submit_play, Play(None, dict(action), due=due))
+        )
+        if action.get("type") == "rotate":
+            warn_at = due - 10_000
+            self._clock_handles.append(loop.call_later(max(0.0, (warn_at - now) / 1000.0), self._warn, due))
+
+    def _warn(self, due: int) -> None:
+        if self._clock_key is not None and self._clock_key[0] == due:
+            self.broadcast({"type": "warning", "kind": "stall", "in_ms": max(0, due - self.now_ms())})
+
+    def driven_seats(self) -> dict[int, str]:
+        """Seats a bot plays now, and which bot: bot seats, and persons away or gone (their stand-in)."""
+        out: dict[int, str] = {}
+        for seat in self.seats:
+            if seat.row.kind == "bot" and seat.row.bot:
+                out[seat.row.seat] = seat.row.bot
+            elif seat.row.kind == "person" and seat.standin:
+                out[seat.row.seat] = seat.standin
+        return out
+
+    def _sync_bots(self) -> None:
+        from cardtable.server.bots import drive_seat
+
+        wanted = self.driven_seats() if self.status == "playing" else {}
+        for seat, (spec, task) in list(self._bot_tasks.items()):
+            if wanted.get(seat) != spec or task.done():
+                task.cancel()
+                del self._bot_tasks[seat]
+        for seat, spec in wanted.items():
+            if seat not in self._bot_tasks:
+                task = asyncio.create_task(drive_seat(self, seat, spec), name=f"bot-{self.id}-{seat}")
+                self._bot_tasks[seat] = (spec, task)
+
+    # -- hands ----------------------------------------------------------------------------------------
+
+    def _schedule_next_hand(self, delay: float) -> None:
+        if self._next_hand is not None:
+            self._next_hand.cancel()
+        loop = asyncio.get_running_loop()
+        self._next_hand = loop.call_later(delay, lambda: self.submit_call(self._start_hand))
+
+    async def _start_hand(self) -> None:
+        self._next_hand = None
+        if self.status != "playing" or self.match.is_over:
+            return
+        if self.state is not None and not self.state.is_over:
+            return
+        index = self.hand_index + 1
+        deal = self.match.deal_cards(hand_seed(self.row.seed, index))
+        await self.store.insert_hand(self.id, index, deal)
+        self.state = self.match.start_hand(deal)
+        self.hand_index, self.last_ms, self.n_actions = index, 0, 0
+        self.hand_start = time.monotonic()
+        for peer in self.all_peers():
+            self.send_snapshot(peer)
+        self._after_change()
+
+    async def _end_hand(self) -> None:
+        result = self.match.finish_hand()
+        over = self.match.is_over
+        self.broadcast({
+            "type": "hand_over", "hand": self.hand_index, "scores": list(result.scores),
+            "totals": list(self.match.totals), "ended": result.ended,
+            "winners": self.match.winners() if over else None,
+        })
+        if over:
+            await self._finish_match()
+        else:
+            self._schedule_next_hand(self.settings.hand_pause_s)
+
+    async def _finish_match(self) -> None:
+        self.row.status = "finished"
+        self.row.finished = now_iso()
+        self.row.totals = list(self.match.totals)
+        self.row.winners = self.match.winners()
+        self.row.hands_played = self.hand_index + 1
+        await self.store.update_status(
+            self.id, "finished", finished=self.row.finished, hands_played=self.row.hands_played,
+            totals=self.row.totals, winners=self.row.winners,
+        )
+        for seat in self.seats:
+            if seat.away_timer is not None:
+                seat.away_timer.cancel()
+                seat.away_timer = None
+        self.broadcast({"type": "table", "table": self.to_dict()})
+        self._after_change()
+
+    # -- what connections see ---------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The protocol's ``TABLE``: never a token."""
+        seats: list[dict[str, Any]] = []
+        for seat in self.seats:
+            row = seat.row
+            if row.kind == "open":
+                seats.append({"seat": row.seat, "kind": "open"})
+            elif row.kind == "bot":
+                seats.append({"seat": row.seat, "kind": "bot", "bot": row.bot, "name": row.name})
+            else:
+                seats.append({"seat": row.seat, "kind": "person", "name": row.name, "connected": bool(seat.peers),
+                              "standin": seat.standin})
+        return {
+            "id": self.id, "game": self.game, "options": self.full_options, "status": self.status, "seats": seats,
+            "hand": max(self.hand_index, 0), "totals": list(self.match.totals), "winners": self.match.winners()
+            if self.match.is_over else None, "created": self.row.created,
+        }
+
+    def snapshot(self, seat: int | None) -> dict[str, Any]:
+        """The protocol's ``snapshot`` for ``seat`` (``None``: a spectator)."""
+        state = self.state
+        return {
+            "type": "snapshot", "v": self.version, "table": self.to_dict(),
+            "view": None if state is None else state.view(seat), "legal": self.legal_for(seat),
+            "hand": max(self.hand_index, 0), "totals": list(self.match.totals),
+            "results": [{"scores": list(r.scores), "ended": r.ended} for r in self.match.results],
+        }
+
+    def send_snapshot(self, peer: Peer) -> None:
+        """Send ``peer`` a snapshot for its seat."""
+        peer.send_message(self.snapshot(peer.seat))
+
+    # -- connections and presence (called on the owner through submit_call) -----------------------------
+
+    def attach(self, peer: Peer, seat: int | None) -> list[SeatRow]:
+        """Seat ``peer`` (``None``: as a spectator); returns the seat rows that changed and need storing."""
+        peer.seat = seat
+        changed: list[SeatRow] = []
+        if seat is None:
+            self.spectators.add(peer)
+            return changed
+        state = self.seats[seat]
+        state.peers.add(peer)
+        if state.away_timer is not None:
+            state.away_timer.cancel()
+            state.away_timer = None
+        if state.row.left:
+            state.row.left = False
+            changed.append(state.row)
+        if state.standin is not None:
+            state.standin = None
+            self._sync_bots()
+        return changed
+
+    def detach(self, peer: Peer) -> None:
+        """Forget ``peer``; a person left with no connection is played by a bot after the table's grace."""
+        self.spectators.discard(peer)
+        if peer.seat is None:
+            return
+        state = self.seats[peer.seat]
+        state.peers.discard(peer)
+        if not state.peers:
+            self._start_away_timer(state)
+
+    def _start_away_timer(self, state: SeatState) -> None:
+        if self.status != "playing" or state.peers or state.standin is not None or state.row.kind != "person":
+            return
+        if state.away_timer is not None:
+            state.away_timer.cancel()
+        loop = asyncio.get_running_loop()
+
+        def fire() -> None:
+            state.away_timer = None
+            self.submit_call(lambda: self._stand_in(state))
+
+        state.away_timer = loop.call_later(self.row.grace_seconds, fire)
+
+    async def _stand_in(self, state: SeatState) -> None:
+        if state.peers or self.status != "playing" or state.row.kind != "person":
+            return
+        state.standin = STANDIN_BOTS[self.game]
+        self._sync_bots()
+        self.broadcast({"type": "table", "table": self.to_dict()})

@@ -1,0 +1,108 @@
+"""The play WebSocket ``/ws/tables/{id}`` (``docs/protocol.md``, "WebSocket").
+
+One reader loop per connection validates each message (size, rate, shape) and hands actions to the table's owner;
+one writer task sends what the owner queued for this connection. A bad message gets an ``error`` (or, for an
+action, a ``reject``) and the connection stays open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from cardtable.server import messages
+from cardtable.server.manager import Manager
+from cardtable.server.table import Peer, Play, Table, TableError
+
+
+async def _writer(websocket: WebSocket, peer: Peer) -> None:
+    with contextlib.suppress(Exception):
+        while True:
+            text = await peer.outbox.get()
+            if text is None:
+                await websocket.close()
+                return
+            await websocket.send_text(text)
+
+
+async def table_socket(websocket: WebSocket, table_id: str) -> None:
+    """Serve one connection to table ``table_id`` until it closes."""
+    await websocket.accept()
+    manager: Manager = websocket.app.state.manager
+    table = manager.tables.get(table_id)
+    if table is None or table.broken:
+        reason = f"no table {table_id!r}" if table is None else table.broken
+        await websocket.send_text(messages.encode({"type": "error", "reason": reason}))
+        await websocket.close(code=4404)
+        return
+    peer = Peer()
+    writer = asyncio.create_task(_writer(websocket, peer))
+    limiter = messages.RateLimiter()
+    identified = False
+    deadline = time.monotonic() + messages.HELLO_TIMEOUT_S
+    try:
+        while not peer.closed:
+            if identified:
+                received = await websocket.receive()
+            else:
+                try:
+                    received = await asyncio.wait_for(websocket.receive(), max(0.0, deadline - time.monotonic()))
+                except TimeoutError:
+                    peer.send_message({"type": "error", "reason": "no hello within 10 s: closing"})
+                    peer.close()
+                    break
+            if received["type"] == "websocket.disconnect":
+                break
+            data = received.get("text")
+            if data is None:
+                data = received.get("bytes") or b""
+            if not limiter.allow():
+                peer.send_message({"type": "error", "reason": "too many messages: at most 30 a second"})
+                continue
+            try:
+                message = messages.decode(data)
+            except messages.MessageError as error:
+                peer.send_message({"type": "error", "reason": str(error)})
+                continue
+            if isinstance(message, messages.Ping):
+                peer.send_message({"type": "pong", "t": message.t, "server_ms": time.time() * 1000.0})
+            elif isinstance(message, messages.Hello):
+                if identified:
+                    peer.send_message({"type": "error", "reason": "hello was already said on this connection"})
+                    continue
+                try:
+                    await manager.hello(table, peer, message.token)
+                except TableError as error:
+                    peer.send_message({"type": "error", "reason": str(error)})
+                    continue
+                identified = True
+            elif not identified:
+                peer.send_message({"type": "error", "reason": "say hello first"})
+            elif isinstance(message, messages.Resync):
+                table.submit_call(_snapshot(table, peer))
+            elif isinstance(message, messages.ActionMessage):
+                if peer.seat is None:
+                    peer.send_message({"type": "reject", "seq": message.seq,
+                                       "reason": "a spectator cannot act: join a seat first"})
+                    continue
+                table.submit_play(Play(peer.seat, message.action, peer=peer, seq=message.seq))
+    except WebSocketDisconnect:
+        pass
+    finally:
+        if identified and not table.broken:
+            await manager.goodbye(table, peer)
+        peer.close()
+        writer.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await writer
+
+
+def _snapshot(table: Table, peer: Peer) -> Callable[[], Awaitable[None]]:
+    async def go() -> None:
+        table.send_snapshot(peer)
+
+    return go
