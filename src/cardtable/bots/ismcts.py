@@ -1,0 +1,252 @@
+"""Single-observer information-set Monte Carlo tree search (SO-ISMCTS) for Enemy Anemone.
+
+Each simulation samples a determinization: the cards the seat cannot see (other hands and, with 2 seats, the
+deck) dealt at random, consistent with what the seat knows: hand counts, the deck count, and the voids that
+forced discards revealed (a seat that discarded held no card of a suit not yet in that trick; with 2 seats only
+discards since the last draw count). The sample is rebuilt into a full :class:`AnemoneState` from the view
+(:meth:`AnemoneState.from_view`), then one tree walk runs over that determinization: UCB1 among the children
+legal in it (with availability counts), one expansion, a random playout to the hand's end. A playout is scored
+for each seat by its point margin over the mean of the other seats (plus a small value for anemones held, which
+help in later hands), divided by 10. The most visited root move is played.
+
+Budgets (:data:`LEVELS`): a number of simulations and a wall-clock cap per move, whichever comes first.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cardtable.bots.anemone import position_rng
+from cardtable.engine import Action, View
+from cardtable.games.anemone import CODE, SUIT_OF, AnemoneState, card_number, game_cards
+
+Move = tuple[bool, int, tuple[int, ...]]
+"""An engine move: (is a play, card number, anemone faces)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """A search budget per move: at most ``simulations`` simulations and ``seconds`` of wall-clock time."""
+
+    simulations: int
+    seconds: float
+    exploration: float = 0.7
+
+
+LEVELS: dict[str, Budget] = {
+    "easy": Budget(150, 0.15),
+    "medium": Budget(800, 0.5),
+    "hard": Budget(3000, 0.85),
+}
+"""Budgets by level; ``hard`` stays under 1 second per move."""
+
+
+class _Node:
+    __slots__ = ("avail", "children", "move", "parent", "reward", "seat", "visits")
+
+    def __init__(self, parent: _Node | None, move: Move | None, seat: int) -> None:
+        self.parent = parent
+        self.move = move
+        self.seat = seat
+        self.children: dict[Move, _Node] = {}
+        self.visits = 0
+        self.avail = 0
+        self.reward = 0.0
+
+
+def _void_suits(view: View) -> dict[int, set[int]]:
+    """Suits each other seat is known to hold none of (from forced discards since the last draw)."""
+    players = int(view["players"])
+    suits_used = 4 if players == 2 else min(players, 6)
+    all_suits = set(range(suits_used))
+    first_trick = 0
+    if players == 2:
+        first_trick = (16 - int(view.get("deck_count", 0))) // 4
+    voids: dict[int, set[int]] = {s: set() for s in range(players)}
+    tricks = [(t["plays"], t["discards"]) for t in view["tricks"][first_trick:]]
+    tricks.append((view["trick"], view["trick_discards"]))
+    for plays, discards in tricks:
+        for d in discards:
+            order = int(d.get("order", 0))
+            seen = {SUIT_OF[card_number(p["card"])] for p in plays if int(p.get("order", 0)) < order}
+            voids[int(d["seat"])] |= all_suits - seen
+    return voids
+
+
+class Determinizer:
+    """Samples the cards a seat cannot see, consistently with its view (hand counts, deck count, voids)."""
+
+    def __init__(self, view: View) -> None:
+        self.seat = int(view["seat"])
+        self.players = int(view["players"])
+        seen = {card_number(c) for c in view["hand"]}
+        for pile in view["score_piles"]:
+            seen.update(card_number(c) for c in pile)
+        seen.update(card_number(p["card"]) for p in view["trick"])
+        self.unknown = [c for c in game_cards(self.players) if c not in seen]
+        self.counts = list(view["hand_counts"])
+        self.deck_count = int(view.get("deck_count", 0))
+        self.own = [card_number(c) for c in view["hand"]]
+        voids = _void_suits(view)
+        others = [s for s in range(self.players) if s != self.seat]
+        # holders: other seats, then -1 for the deck
+        self.holders = [*others, -1]
+        self.capacity = {s: self.counts[s] for s in others}
+        self.capacity[-1] = self.deck_count
+        self.eligible: dict[int, list[int]] = {}
+        for card in self.unknown:
+            self.eligible[card] = [h for h in self.holders if h == -1 or SUIT_OF[card] not in voids[h]]
+        if len(self.unknown) != sum(self.capacity.values()):
+            raise ValueError("view: unseen cards do not match hand counts and deck count")
+
+    def sample(self, rng: random.Random) -> tuple[list[list[int]], list[int]]:
+        """Each seat's hand and the deck (top first) for one determinization."""
+        for _ in range(30):
+            result = self._try(rng, True)
+            if result is not None:
+                return result
+        result = self._try(rng, False)
+        assert result is not None
+        return result
+
+    def _try(self, rng: random.Random, constrained: bool) -> tuple[list[list[int]], list[int]] | None:
+        cards = self.unknown[:]
+        rng.shuffle(cards)
+        if constrained:
+            cards.sort(key=lambda c: len(self.eligible[c]))
+        left = dict(self.capacity)
+        got: dict[int, list[int]] = {h: [] for h in self.holders}
+        for card in cards:
+            options = self.eligible[card] if constrained else self.holders
+            total = sum(left[h] for h in options)
+            if total == 0:
+                return None
+            pick = rng.random() * total
+            for h in options:
+                pick -= left[h]
+                if pick < 0 and left[h] > 0:
+                    break
+            else:
+                h = next(h for h in reversed(options) if left[h] > 0)
+            got[h].append(card)
+            left[h] -= 1
+        hands = [self.own[:] if s == self.seat else got[s] for s in range(self.players)]
+        return hands, got[-1]
+
+
+def _rewards(state: AnemoneState, anemone_weight: float) -> list[float]:
+    points = state.points
+    total = sum(points)
+    n = state.players
+    out = []
+    for s in range(n):
+        margin = points[s] - (total - points[s]) / (n - 1)
+        if anemone_weight:
+            mine = sum(state.anem[s])
+            others = (sum(sum(f) for f in state.anem) - mine) / (n - 1)
+            margin += anemone_weight * (mine - others)
+        out.append(margin / 10.0)
+    return out
+
+
+def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[Move, int]]:
+    """Run SO-ISMCTS from ``view`` (the seat to act's own view) within ``budget``.
+
+    Returns the most visited root move and the visit count of every root move.
+    """
+    seat = int(view["seat"])
+    det = Determinizer(view)
+    hands, deck = det.sample(rng)
+    base = AnemoneState.from_view(view, [[CODE[c] for c in h] for h in hands], [CODE[c] for c in deck])
+    last_hand = view.get("round") is not None and view.get("round") == view.get("rounds")
+    anemone_weight = 0.1 if last_hand else 0.5
+    root = _Node(None, None, seat)
+    c = budget.exploration
+    deadline = time.perf_counter() + budget.seconds
+    sims = 0
+    log = math.log
+    sqrt = math.sqrt
+    while sims < budget.simulations:
+        if sims and sims % 16 == 0 and time.perf_counter() > deadline:
+            break
+        sims += 1
+        state = base.copy()
+        if sims > 1:
+            hands, deck = det.sample(rng)
+            state.hands = hands
+            state.deck = deck
+        node = root
+        # selection and expansion
+        while not state.over:
+            moves = state.moves()
+            untried = [m for m in moves if m not in node.children]
+            if untried:
+                move = untried[int(rng.random() * len(untried))]
+                child = _Node(node, move, state.turn)
+                node.children[move] = child
+                for m in moves:
+                    if m in node.children:
+                        node.children[m].avail += 1
+                state.step(*move)
+                node = child
+                break
+            best: _Node | None = None
+            best_score = -1e18
+            for m in moves:
+                ch = node.children[m]
+                ch.avail += 1
+                score = ch.reward / ch.visits + c * sqrt(log(ch.avail) / ch.visits)
+                if score > best_score:
+                    best_score = score
+                    best = ch
+            assert best is not None and best.move is not None
+            state.step(*best.move)
+            node = best
+        state.playout(rng)
+        rewards = _rewards(state, anemone_weight)
+        walk: _Node | None = node
+        while walk is not None:
+            walk.visits += 1
+            walk.reward += rewards[walk.seat]
+            walk = walk.parent
+    visits = {m: ch.visits for m, ch in root.children.items()}
+    best_move = max(root.children.values(), key=lambda ch: (ch.visits, ch.reward)).move
+    assert best_move is not None
+    return best_move, visits
+
+
+def move_to_action(move: Move) -> Action:
+    """The record action of an engine move."""
+    is_play, card, faces = move
+    if is_play:
+        return {"type": "play", "card": CODE[card], "anemones": list(faces)}
+    return {"type": "discard", "card": CODE[card]}
+
+
+class IsmctsBot:
+    """SO-ISMCTS at a level of :data:`LEVELS` (``"easy"``, ``"medium"``, ``"hard"``), or a custom :class:`Budget`."""
+
+    def __init__(self, seed: int, level: str | Budget = "medium") -> None:
+        self.seed = seed
+        self.budget = level if isinstance(level, Budget) else LEVELS[level]
+
+    def choose(self, view: View, legal: Sequence[Action]) -> Action | None:
+        """The most visited move of a search from ``view``; with one legal action, that action at once."""
+        if not legal:
+            return None
+        if len(legal) == 1:
+            return dict(legal[0])
+        move, _ = search(view, self.budget, position_rng(self.seed, view))
+        action = move_to_action(move)
+        for candidate in legal:
+            if (
+                candidate["type"] == action["type"]
+                and candidate["card"] == action["card"]
+                and sorted(candidate.get("anemones", [])) == action.get("anemones", [])
+            ):
+                return dict(candidate)
+        return dict(legal[0])
