@@ -1,0 +1,141 @@
+"""The HTTP lobby of cardtable.server (docs/protocol.md, "HTTP lobby"), including every refusal."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from cardtable.server.app import create_app
+from cardtable.server.table import Settings
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[TestClient]:
+    settings = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)
+    with TestClient(create_app(f"sqlite+aiosqlite:///{tmp_path / 'lobby.db'}", settings)) as c:
+        yield c
+
+
+def create(client: TestClient, **body: Any) -> dict[str, Any]:
+    body.setdefault("game", "anemone")
+    body.setdefault("options", {"players": 2, "rounds": 1})
+    response = client.post("/api/tables", json=body)
+    assert response.status_code == 201, response.text
+    data: dict[str, Any] = response.json()
+    return data
+
+
+def test_games_lists_options_and_bots(client: TestClient) -> None:
+    games = {g["game"]: g for g in client.get("/api/games").json()}
+    assert set(games) == {"nerts", "anemone"}
+    assert any(o["name"] == "nerts_pile_size" for o in games["nerts"]["options"])
+    assert "greedy:medium" in [b["spec"] for b in games["nerts"]["bots"]]
+    assert "heuristic" in [b["spec"] for b in games["anemone"]["bots"]]
+
+
+def test_create_join_start_and_table_shape(client: TestClient) -> None:
+    made = create(client, name="ana", seats=[{"kind": "open"}, {"kind": "open"}])
+    table = made["table"]
+    assert made["seat"] == 0 and made["invite"] == f"/?table={table['id']}"
+    assert table["status"] == "open" and table["options"]["rounds"] == 1 and "random_first_leader" in table["options"]
+    assert table["seats"][0]["name"] == "ana" and table["seats"][1] == {"seat": 1, "kind": "open"}
+    assert made["token"] not in str(table)
+    assert [t["id"] for t in client.get("/api/tables").json()] == [table["id"]]
+    joined = client.post(f"/api/tables/{table['id']}/join", json={"name": "bo"}).json()
+    assert joined["seat"] == 1 and joined["token"] != made["token"]
+    started = client.post(f"/api/tables/{table['id']}/start", json={"token": joined["token"]})
+    assert started.status_code == 200 and started.json()["status"] == "playing"
+    assert client.get("/api/tables").json() == []
+    assert [t["id"] for t in client.get("/api/tables?status=playing").json()] == [table["id"]]
+    assert client.get(f"/api/tables/{table['id']}").json()["status"] == "playing"
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        ({"game": "chess"}, "unknown game"),
+        ({"game": "nerts", "options": {"nerts_pile_size": 99}}, "nerts_pile_size"),
+        ({"game": "nerts", "options": {"colour": "blue"}}, "colour"),
+        ({"game": "anemone", "options": {"players": 2}, "seats": [{"kind": "open"}]}, "seats"),
+        ({"game": "anemone", "options": {"players": 2}, "seats": [{"kind": "open"}, {"kind": "bot", "bot": "x"}]},
+         "unknown anemone bot"),
+        ({"game": "anemone", "options": {"players": 2}, "seats": [{"kind": "bot", "bot": "random"}] * 2},
+         "open"),
+        ({"game": "anemone", "surprise": 1}, ""),
+        ({"game": "anemone", "seats": [{"kind": "robot"}]}, ""),
+        ({"game": "anemone", "grace_seconds": -1}, ""),
+    ],
+)
+def test_create_refusals_are_422_with_a_reason(client: TestClient, body: dict[str, Any], needle: str) -> None:
+    response = client.post("/api/tables", json=body)
+    assert response.status_code == 422, response.text
+    assert needle in str(response.json()["detail"])
+
+
+def test_join_refusals(client: TestClient) -> None:
+    made = create(client)
+    tid = made["table"]["id"]
+    assert client.post("/api/tables/nope/join", json={"name": "x"}).status_code == 404
+    taken = client.post(f"/api/tables/{tid}/join", json={"name": "x", "seat": 0})
+    assert taken.status_code == 409 and "taken" in taken.json()["detail"]
+    assert client.post(f"/api/tables/{tid}/join", json={"name": "x", "seat": 5}).status_code == 422
+    assert client.post(f"/api/tables/{tid}/join", json={"name": "bo"}).status_code == 200
+    full = client.post(f"/api/tables/{tid}/join", json={"name": "cy"})
+    assert full.status_code == 409 and "full" in full.json()["detail"]
+
+
+def test_token_refusals_and_start_rules(client: TestClient) -> None:
+    made = create(client)
+    tid = made["table"]["id"]
+    bad = client.post(f"/api/tables/{tid}/start", json={"token": "wrong"})
+    assert bad.status_code == 403 and "token" in bad.json()["detail"]
+    assert client.post(f"/api/tables/{tid}/leave", json={"token": "wrong"}).status_code == 403
+    assert client.post(f"/api/tables/{tid}/start", json={}).status_code == 422
+    early = client.post(f"/api/tables/{tid}/start", json={"token": made["token"]})
+    assert early.status_code == 409 and "seat" in early.json()["detail"]
+    assert client.post("/api/tables/nope/start", json={"token": made["token"]}).status_code == 404
+    assert client.get("/api/tables/nope").status_code == 404
+    assert client.get("/api/tables/nope/record").status_code == 404
+    assert client.get(f"/api/tables/{tid}/record").status_code == 409
+
+
+def test_leave_before_start_opens_the_seat(client: TestClient) -> None:
+    made = create(client)
+    tid = made["table"]["id"]
+    table = client.post(f"/api/tables/{tid}/leave", json={"token": made["token"]}).json()
+    assert table["seats"][0] == {"seat": 0, "kind": "open"}
+    assert client.post(f"/api/tables/{tid}/start", json={"token": made["token"]}).status_code == 403
+    assert client.post(f"/api/tables/{tid}/join", json={"name": "bo"}).json()["seat"] == 0
+
+
+def test_leave_after_start_a_bot_plays_to_the_end(client: TestClient) -> None:
+    made = create(client, seats=[{"kind": "open"}, {"kind": "bot", "bot": "random"}])
+    tid = made["table"]["id"]
+    assert client.post(f"/api/tables/{tid}/start", json={"token": made["token"]}).status_code == 200
+    assert client.post(f"/api/tables/{tid}/join", json={"name": "late"}).status_code == 409
+    table = client.post(f"/api/tables/{tid}/leave", json={"token": made["token"]}).json()
+    assert table["seats"][0]["standin"] == "heuristic"
+    for _ in range(400):
+        if client.get(f"/api/tables/{tid}").json()["status"] == "finished":
+            break
+        client.portal.call(_sleep)
+    finished = client.get("/api/finished").json()
+    assert [t["id"] for t in finished] == [tid] and finished[0]["winners"]
+    record = client.get(f"/api/tables/{tid}/record").json()
+    assert record["format"] == "cardtable/1" and record["seats"][1] == {"name": "bot-1", "bot": "random"}
+    assert record["hands"][0]["deal"]["hands"] and len(record["hands"][0]["actions"]) > 10
+    replay = client.get(f"/api/tables/{tid}/replay").json()
+    steps = replay["steps"]
+    assert len(steps) == 1 + len(record["hands"][0]["actions"])
+    assert steps[0]["index"] is None and len(steps[0]["hands"]) == 2 and steps[0]["hands"][0]
+    assert steps[0]["view"]["seat"] is None and "hand" not in steps[0]["view"]
+
+
+async def _sleep() -> None:
+    import asyncio
+
+    await asyncio.sleep(0.02)
