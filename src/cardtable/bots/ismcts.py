@@ -40,7 +40,7 @@ class Budget:
 LEVELS: dict[str, Budget] = {
     "easy": Budget(150, 0.15),
     "medium": Budget(800, 0.5),
-    "hard": Budget(3000, 0.85),
+    "hard": Budget(2500, 0.8),
 }
 """Budgets by level; ``hard`` stays under 1 second per move."""
 
