@@ -1,0 +1,65 @@
+"""Client message decoding and limits of cardtable.server.messages (docs/protocol.md, "Limits")."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cardtable.server import messages
+from cardtable.server.tokens import hash_token, new_token, token_matches
+
+
+def test_decodes_each_client_message() -> None:
+    assert messages.decode('{"type": "hello", "token": null}') == messages.Hello(None)
+    assert messages.decode(b'{"type": "hello", "token": "abc"}') == messages.Hello("abc")
+    action = messages.decode('{"type": "action", "seq": 7, "action": {"type": "flip"}}')
+    assert action == messages.ActionMessage(7, {"type": "flip"})
+    assert messages.decode('{"type": "resync"}') == messages.Resync()
+    assert messages.decode('{"type": "ping", "t": 12.5}') == messages.Ping(12.5)
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("x" * 5000, "too large"),
+        ("not json", "not a JSON"),
+        ('{"type": "shout"}', "bad message"),
+        ('{"type": "action", "seq": 1}', "action"),
+        ('{"type": "action", "seq": 1, "action": {"card": "7C"}}', "action.type"),
+        ('{"type": "action", "seq": 1, "seat": 2, "action": {"type": "flip"}}', "seat"),
+        ('{"type": "ping", "t": "soon"}', "t"),
+    ],
+)
+def test_refuses_with_a_reason(text: str, needle: str) -> None:
+    with pytest.raises(messages.MessageError, match=needle):
+        messages.decode(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.binary(max_size=200), st.text(max_size=200),
+                 st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=10),
+                              lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                                           max_size=4),
+                              max_leaves=12).map(json.dumps)))
+def test_junk_is_a_message_error_or_a_message(data: str | bytes) -> None:
+    try:
+        decoded = messages.decode(data)
+    except messages.MessageError as error:
+        assert str(error)
+    else:
+        assert isinstance(decoded, messages.Hello | messages.ActionMessage | messages.Resync | messages.Ping)
+
+
+def test_rate_limiter_allows_a_burst_then_the_rate() -> None:
+    limiter = messages.RateLimiter(rate=0.0, burst=5)
+    assert [limiter.allow() for _ in range(7)] == [True] * 5 + [False] * 2
+
+
+def test_tokens_are_stored_as_hashes() -> None:
+    token = new_token()
+    assert len(token) >= 40 and hash_token(token) != token
+    assert token_matches(token, hash_token(token))
+    assert not token_matches(token + "x", hash_token(token)) and not token_matches(token, None)
