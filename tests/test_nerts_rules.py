@@ -363,3 +363,370 @@ class TestStockAndWaste:
         illegal(state, 0, move("waste", "foundation:new", count=2), 2, "count is only for a run")
         state.apply(0, move("waste", "foundation:new"), 2)
         assert layout(state)["waste"] == {"count": 2, "top": "5C"}
+
+
+# --- Nobody is forced to play -------------------------------------------------------------------------------
+
+
+class TestNobodyIsForced:
+    def test_holding_back_and_declaring_stuck_with_moves_left_are_allowed(self) -> None:
+        state = deal({"nerts": ["AS"]})
+        legal = state.legal_actions(0)
+        assert move("nerts", "foundation:new") in legal and {"type": "flip"} in legal
+        state.apply(0, {"type": "flip"}, 1)
+        state.apply(0, {"type": "stuck"}, 2)  # a rotate follows: the only seat is stuck
+        assert layout(state)["nerts"]["top"] == "AS"
+
+
+# --- Simultaneous play and conflicts -------------------------------------------------------------------------
+
+
+class TestSimultaneousPlay:
+    def race(self, **opts: Any) -> NertsState:
+        state = deal({"nerts": ["AS", "2S", "3S"]}, {"nerts": ["2S", "3S"]}, **opts)
+        state.apply(0, move("nerts", "foundation:new"), 10)
+        state.apply(0, move("nerts", "foundation:0"), 100)
+        return state
+
+    def test_the_first_to_arrive_plays_the_other_is_rejected(self) -> None:
+        state = self.race()
+        assert move("nerts", "foundation:0") not in state.legal_actions(1, 201)
+        illegal(state, 1, move("nerts", "foundation:0"), 201, "that foundation has moved on")
+
+    def test_a_tie_within_the_window_inclusive_plays_and_both_score(self) -> None:
+        state = self.race()
+        assert move("nerts", "foundation:0") in state.legal_actions(1, 200)
+        assert move("nerts", "foundation:0") not in state.legal_actions(1, 201)
+        state.apply(1, move("nerts", "foundation:0"), 200)
+        cards = state.view(0)["foundations"][0]["cards"]
+        assert cards[1:] == [{"card": "2S", "pack": 0}, {"card": "2S", "pack": 1}]
+        # both count, and the foundation goes on from the tied rank
+        assert state.scores() == [2 - 2 * 11, 1 - 2 * 12]
+        state.apply(0, move("nerts", "foundation:0"), 300)
+        assert state.view(0)["foundations"][0]["cards"][-1] == {"card": "3S", "pack": 0}
+
+    def test_the_window_can_be_turned_off(self) -> None:
+        state = self.race(tie_window_ms=0)
+        assert move("nerts", "foundation:0") not in state.legal_actions(1, 100)
+        illegal(state, 1, move("nerts", "foundation:0"), 100, "that foundation has moved on")
+
+    def test_a_tie_needs_a_different_pack(self) -> None:
+        state = deal({"nerts": ["AS", "2S", "JK1"]}, jokers=True)
+        state.apply(0, move("nerts", "foundation:new"), 10)
+        state.apply(0, move("nerts", "foundation:0"), 20)
+        assert {"type": "move", "from": "nerts", "to": "foundation:0", "as": "2S"} not in state.legal_actions(
+            0
+        )
+        illegal(state, 0, move("nerts", "foundation:0", **{"as": "2S"}), 30, "that foundation has moved on")
+
+
+# --- Calling Nerts, and the end of a hand --------------------------------------------------------------------
+
+
+def emptied(**opts: Any) -> NertsState:
+    """Seat 0 has played its whole five-card Nerts pile (AS to 5S) by 50 ms; seat 1 has not started."""
+    state = deal(
+        {"nerts": ["AS", "2S", "3S", "4S", "5S"]},
+        {"nerts": ["AH"], "stock": ["2C", "3C", "4C"]},
+        nerts_pile_size=5,
+        **opts,
+    )
+    state.apply(0, move("nerts", "foundation:new"), 10)
+    for ms in (20, 30, 40, 50):
+        state.apply(0, move("nerts", "foundation:0"), ms)
+    return state
+
+
+class TestCallingNerts:
+    def test_only_with_an_empty_nerts_pile(self) -> None:
+        state = deal({"nerts": ["AS"]}, {}, nerts_pile_size=5)
+        assert {"type": "nerts"} not in state.legal_actions(0)
+        illegal(state, 0, {"type": "nerts"}, 1, "your Nerts pile still has 5 cards")
+
+    def test_not_obliged_to_call(self) -> None:
+        state = emptied()
+        legal = state.legal_actions(0)
+        assert {"type": "nerts"} in legal and {"type": "flip"} in legal
+        state.apply(0, {"type": "flip"}, 60)
+        assert state.called is None and not state.is_over
+
+    def test_a_call_then_the_in_flight_window_then_end_hand(self) -> None:
+        state = emptied(nerts_bonus=10)
+        assert state.apply(0, {"type": "nerts"}, 1000) == [{"type": "nerts", "seat": 0}]
+        assert state.view(1)["called"] == 0
+        assert state.clock_action() == (1150, {"type": "end_hand", "reason": "nerts"})
+        assert state.scores() == [5, -10]  # no bonus before the hand is over
+        illegal(state, 1, {"type": "nerts"}, 1100, "already been called")
+        state.apply(1, move("nerts", "foundation:new"), 1150)  # in flight: still applied
+        assert state.legal_actions(1, 1151) == []
+        illegal(state, 1, {"type": "flip"}, 1151, "the hand is over")
+        events = state.apply(None, {"type": "end_hand", "reason": "nerts"}, 1150)
+        assert events == [{"type": "hand_over", "reason": "nerts", "scores": [15, 1 - 8]}]
+        assert state.is_over and state.ended == "nerts" and state.to_act() == []
+        assert state.clock_action() is None
+        assert state.legal_actions(0) == []
+        illegal(state, 1, {"type": "flip"}, 1150, "the hand is over")
+        illegal(state, None, {"type": "end_hand", "reason": "stalled"}, 1200, "the hand is over")
+
+    def test_auto_nerts_calls_when_the_pile_empties(self) -> None:
+        state = deal({"nerts": ["AS", "2S", "3S", "4S", "5S"]}, {}, nerts_pile_size=5, auto_nerts=True)
+        state.apply(0, move("nerts", "foundation:new"), 10)
+        for ms in (20, 30, 40):
+            state.apply(0, move("nerts", "foundation:0"), ms)
+        events = state.apply(0, move("nerts", "foundation:0"), 50)
+        assert events[-1] == {"type": "nerts", "seat": 0}
+        assert state.called == 0 and state.clock_action() == (200, {"type": "end_hand", "reason": "nerts"})
+
+    def test_the_finished_view_reveals_everything(self) -> None:
+        state = emptied()
+        state.apply(0, {"type": "nerts"}, 60)
+        in_play = state.view(1)["layouts"][1]
+        assert set(in_play) == {"pack", "seats", "nerts", "work", "stock", "waste", "stuck"}
+        state.apply(None, {"type": "end_hand", "reason": "nerts"}, 210)
+        lay = state.view(1)["layouts"][1]
+        pack = layout_pack(nerts=["AH"], stock=["2C", "3C", "4C"], nerts_pile_size=5)
+        assert lay["nerts_cards"] == pack[:5]
+        assert lay["stock_cards"] == pack[9:]
+        assert lay["waste_cards"] == []
+
+    def test_table_actions_are_the_tables_only(self) -> None:
+        state = deal({}, {})
+        illegal(state, None, {"type": "end_hand", "reason": "nerts"}, 1, "nobody has called Nerts")
+        illegal(state, None, {"type": "end_hand", "reason": "stuck"}, 1, "reason must be")
+        illegal(state, None, {"type": "end_hand"}, 1, "reason must be")
+        illegal(state, None, {"type": "flip"}, 1, "the table \\(seat null\\) may only")
+        illegal(state, 0, {"type": "rotate"}, 1, "only the table")
+        illegal(state, 0, {"type": "end_hand", "reason": "stalled"}, 1, "only the table")
+        illegal(state, 2, {"type": "flip"}, 1, "no seat 2")
+        illegal(state, -1, {"type": "flip"}, 1, "no seat -1")
+        illegal(state, 0, {"type": "dance"}, 1, "unknown action type 'dance'")
+        illegal(state, 0, {"kind": "flip"}, 1, "unknown action type None")
+        illegal(state, 0, {"type": "flip", "count": 3}, 1, "unexpected field 'count'")
+        illegal(state, 0, ["flip"], 1, "an action is an object")  # type: ignore[arg-type]
+        state.apply(0, {"type": "flip"}, 100)
+        illegal(state, 0, {"type": "flip"}, 99, "time went backwards")
+        illegal(state, 0, {"type": "flip"}, "100", "ms must be")  # type: ignore[arg-type]
+        state.apply(None, {"type": "end_hand", "reason": "stalled"}, 100)
+        assert state.ended == "stalled"
+
+
+class TestStuck:
+    def test_stuck_is_cleared_by_a_move_not_by_a_flip_or_cycle(self) -> None:
+        state = deal({"nerts": ["AS"]}, {})
+        state.apply(0, {"type": "stuck"}, 1)
+        assert layout(state)["stuck"] is True
+        illegal(state, 0, {"type": "stuck"}, 2, "already declared")
+        assert {"type": "cycle"} in state.legal_actions(0) and {"type": "stuck"} not in state.legal_actions(0)
+        state.apply(0, {"type": "flip"}, 2)
+        state.apply(0, {"type": "cycle"}, 3)
+        assert layout(state)["stuck"] is True
+        state.apply(0, move("nerts", "foundation:new"), 4)
+        assert layout(state)["stuck"] is False
+
+    def test_cycle_only_while_stuck_moves_the_stock_top_to_the_bottom(self) -> None:
+        state = deal({"stock": ["2H", "5C", "9D"]}, {}, flip_count=1)
+        illegal(state, 0, {"type": "cycle"}, 1, "only while stuck")
+        state.apply(0, {"type": "stuck"}, 1)
+        assert state.apply(0, {"type": "cycle"}, 2) == [{"type": "cycled", "seat": 0, "pack": 0}]
+        assert state.apply(0, {"type": "flip"}, 3)[0]["waste_top"] == "5C"
+        assert state.apply(0, {"type": "flip"}, 4)[0]["waste_top"] == "9D"
+        for ms in range(5, 38):
+            state.apply(0, {"type": "flip"}, ms)
+        assert layout(state)["waste"]["top"] == "2H"  # 2H came round last
+        illegal(state, 0, {"type": "cycle"}, 40, "stock is empty")
+
+    def test_all_stuck_rotates_in_the_exact_order(self) -> None:
+        state = deal({"stock": ["2H", "5C", "9D", "4S"]}, {}, flip_count=1)
+        for ms in (1, 2, 3):
+            state.apply(0, {"type": "flip"}, ms)  # waste 2H 5C 9D, stock 4S ...
+        state.apply(0, {"type": "stuck"}, 4)
+        events = state.apply(1, {"type": "stuck"}, 5)
+        assert events == [{"type": "stuck", "seat": 1, "pack": 1}, {"type": "rotated", "by": "stuck"}]
+        lay = layout(state)
+        assert lay["stuck"] is False and lay["waste"] == {"count": 0, "top": None}
+        assert lay["stock"]["count"] == 35
+        # new stock: 2H 5C 9D 4S ... then its top (2H) to the bottom
+        tops = [state.apply(0, {"type": "flip"}, 10 + i)[0]["waste_top"] for i in range(35)]
+        assert tops[:3] == ["5C", "9D", "4S"] and tops[-1] == "2H"
+
+    def test_stuck_again_with_no_move_ends_the_hand(self) -> None:
+        state = deal({"nerts": ["AS"]}, {})
+        state.apply(0, {"type": "stuck"}, 1)
+        state.apply(1, {"type": "stuck"}, 2)  # rotate
+        state.apply(0, {"type": "stuck"}, 3)
+        events = state.apply(1, {"type": "stuck"}, 4)
+        assert events[-1]["type"] == "hand_over" and events[-1]["reason"] == "stuck"
+        assert state.ended == "stuck"
+
+    def test_a_move_since_the_rotate_means_another_rotate(self) -> None:
+        state = deal({"nerts": ["AS"]}, {})
+        state.apply(0, {"type": "stuck"}, 1)
+        state.apply(1, {"type": "stuck"}, 2)  # rotate
+        state.apply(0, move("nerts", "foundation:new"), 3)
+        state.apply(0, {"type": "stuck"}, 4)
+        assert state.apply(1, {"type": "stuck"}, 5)[-1] == {"type": "rotated", "by": "stuck"}
+        assert not state.is_over
+
+    def test_the_stall_guard_rotate_counts_as_the_last_rotate(self) -> None:
+        state = deal({}, {})
+        assert state.clock_action() == (70000, {"type": "rotate"})
+        assert state.apply(None, {"type": "rotate"}, 70000) == [{"type": "rotated", "by": "stall"}]
+        assert state.clock_action() == (140000, {"type": "rotate"})
+        state.apply(0, {"type": "stuck"}, 70001)
+        assert state.apply(1, {"type": "stuck"}, 70002)[-1]["reason"] == "stuck"
+        illegal(state, None, {"type": "rotate"}, 80000, "the hand is over")
+        illegal(state, None, {"type": "rotate", "by": "me"}, 80000, "the hand is over")
+
+    def test_the_stall_guard_counts_from_the_last_progress(self) -> None:
+        state = deal({"nerts": ["AS", "2D"], "work": ["AH"]}, stall_seconds=10)
+        assert state.clock_action() == (20000, {"type": "rotate"})
+        state.apply(0, move("work:0", "foundation:new"), 500)  # a card to a foundation
+        assert state.clock_action() == (20500, {"type": "rotate"})
+        state.apply(0, move("nerts", "work:0"), 900)  # a card off the Nerts pile
+        assert state.clock_action() == (20900, {"type": "rotate"})
+        state.apply(0, {"type": "flip"}, 1000)  # not progress
+        assert state.clock_action() == (20900, {"type": "rotate"})
+
+
+# --- Scoring ---------------------------------------------------------------------------------------------------
+
+
+class TestScoring:
+    def test_own_cards_in_foundations_less_the_nerts_penalty(self) -> None:
+        state = deal({"nerts": ["AS", "2S"]}, {"nerts": ["3S"]})
+        state.apply(0, move("nerts", "foundation:new"), 1)
+        state.apply(0, move("nerts", "foundation:0"), 2)
+        state.apply(1, move("nerts", "foundation:0"), 3)
+        assert state.scores() == [2 - 2 * 11, 1 - 2 * 12]
+
+    @pytest.mark.parametrize(("penalty", "bonus"), [(0, 0), (5, 20)])
+    def test_penalty_and_bonus_follow_the_options(self, penalty: int, bonus: int) -> None:
+        state = emptied(nerts_penalty=penalty, nerts_bonus=bonus)
+        state.apply(0, {"type": "nerts"}, 60)
+        state.apply(None, {"type": "end_hand", "reason": "nerts"}, 210)
+        assert state.scores() == [5 + bonus, -5 * penalty]
+
+    def test_a_stalled_hand_has_no_bonus(self) -> None:
+        state = emptied(nerts_bonus=10)
+        state.apply(None, {"type": "end_hand", "reason": "stalled"}, 60)
+        assert state.scores() == [5, -10]
+
+
+class TestMatch:
+    def solo_hand(self, match: NertsMatch, cards: list[str]) -> None:
+        state = match.start_hand({"packs": [layout_pack(nerts=cards)] * match.options.layouts})
+        state.apply(0, move("nerts", "foundation:new"), 1)
+        for ms in range(2, len(cards) + 1):
+            state.apply(0, move("nerts", "foundation:0"), ms)
+        state.apply(None, {"type": "end_hand", "reason": "stalled"}, 100)
+
+    def test_hands_until_the_target_with_a_unique_top(self) -> None:
+        match = NertsMatch(NertsOptions(players=2, target_score=10, nerts_penalty=0))
+        spades = ["AS", "2S", "3S", "4S", "5S", "6S"]
+        with pytest.raises(ValueError, match="no hand has ended"):
+            match.finish_hand()
+        self.solo_hand(match, spades)
+        with pytest.raises(ValueError, match="not been finished"):
+            match.start_hand(match.deal_cards(1))
+        assert match.finish_hand().scores == [6, 0]
+        with pytest.raises(ValueError, match="already been scored"):
+            match.finish_hand()
+        assert not match.is_over and match.winners() is None
+        self.solo_hand(match, spades)
+        match.finish_hand()
+        assert match.totals == [12, 0] and match.is_over and match.winners() == [0]
+        with pytest.raises(ValueError, match="the match is over"):
+            match.start_hand(match.deal_cards(2))
+
+    def test_a_tie_at_the_top_plays_another_hand(self) -> None:
+        match = NertsMatch(NertsOptions(players=2, target_score=10, nerts_penalty=0))
+        state = match.start_hand(
+            {"packs": [layout_pack(nerts=["AS", "2S"]), layout_pack(nerts=["AH", "2H"])]}
+        )
+        for seat in (0, 1):
+            state.apply(seat, move("nerts", "foundation:new"), seat * 10 + 1)
+            state.apply(seat, move("nerts", f"foundation:{seat}"), seat * 10 + 2)
+        state.apply(None, {"type": "end_hand", "reason": "stalled"}, 30)
+        match.totals = [8, 8]  # as if earlier hands had been played
+        match.finish_hand()
+        assert match.totals == [10, 10] and not match.is_over and match.winners() is None
+
+    def test_partners_win_together(self) -> None:
+        match = NertsMatch(NertsOptions(players=4, partnerships=True, target_score=10, nerts_penalty=0))
+        self.solo_hand(match, ["AS", "2S", "3S", "4S", "5S", "6S", "7S", "8S", "9S", "10S"])
+        result = match.finish_hand()
+        assert result.scores == [10, 0, 10, 0]
+        assert match.totals == [10, 0, 10, 0] and match.winners() == [0, 2]
+
+
+# --- Jokers ------------------------------------------------------------------------------------------------------
+
+
+class TestJokers:
+    def test_two_per_pack(self) -> None:
+        match = NertsMatch(NertsOptions(players=2, jokers=True))
+        packs = match.deal_cards(4)["packs"]
+        assert all(len(p) == 54 and "JK1" in p and "JK2" in p for p in packs)
+
+    def test_a_joker_on_a_work_pile_is_fixed_by_its_neighbours(self) -> None:
+        state = deal({"nerts": ["JK1", "7H", "7C"], "work": ["9S", "AD", "9H", "9C"]}, jokers=True)
+        state.apply(0, move("nerts", "work:0"), 1)  # JK1 stands for a red 8
+        assert layout(state)["work"][0] == ["9S", "JK1"]
+        illegal(state, 0, move("nerts", "work:0"), 2, "7H does not go on JK1")
+        state.apply(0, move("work:1", "foundation:new"), 2)
+        state.apply(0, move("nerts", "work:1"), 3)  # 7H into the empty pile
+        state.apply(0, move("nerts", "work:0"), 4)  # 7C on the red-8 joker
+        assert layout(state)["work"][0] == ["9S", "JK1", "7C"]
+        # the run JK1 7C is a red 8 then a black 7: it goes on a black 9, not a red one
+        illegal(state, 0, move("work:0", "work:2", count=2), 5, "JK1 does not go on 9H")
+        assert legal_has(state, 0, move("work:0", "work:3", count=2))
+        state.apply(0, move("work:0", "work:3", count=2), 5)
+        assert layout(state)["work"][3] == ["9C", "JK1", "7C"]
+
+    def test_a_joker_cannot_go_below_an_ace_or_above_a_king(self) -> None:
+        state = deal({"nerts": ["JK1", "KS"], "work": ["AS", "2D", "3C", "4H"]}, jokers=True)
+        illegal(state, 0, move("nerts", "work:0"), 1, "JK1 does not go on AS")
+        state.apply(0, move("work:0", "foundation:new"), 1)
+        state.apply(0, move("nerts", "work:0"), 2)  # a lone joker
+        illegal(state, 0, move("nerts", "work:0"), 3, "KS does not go on JK1")
+
+    def test_a_joker_slides_under(self) -> None:
+        state = deal({"nerts": ["JK2"], "work": ["AS", "9D", "3C", "4H"]}, jokers=True)
+        state.apply(0, move("work:0", "foundation:new"), 1)
+        state.apply(0, {"type": "under", "from": "nerts", "to": "work:1"}, 2)
+        assert layout(state)["work"][1] == ["JK2", "9D"]
+
+    def test_on_a_foundation_a_joker_is_declared(self) -> None:
+        state = deal({"nerts": ["JK1", "AS", "JK2"], "work": ["3S", "2S", "KD", "QC"]}, jokers=True)
+        illegal(state, 0, move("nerts", "foundation:new"), 1, "say what it stands for")
+        illegal(state, 0, move("nerts", "foundation:new", **{"as": "2S"}), 1, "only an ace starts")
+        illegal(state, 0, move("nerts", "foundation:new", **{"as": "JK2"}), 1, "must name a standard card")
+        illegal(state, 0, move("nerts", "foundation:new", **{"as": "ZZ"}), 1, "'as': bad card code")
+        new = [a for a in state.legal_actions(0) if a["type"] == "move" and a["to"] == "foundation:new"]
+        assert [a["as"] for a in new] == ["AS", "AH", "AD", "AC"]
+        events = state.apply(0, move("nerts", "foundation:new", **{"as": "AH"}), 1)
+        assert events[0]["as"] == "AH" and events[0]["cards"] == ["JK1"]
+        assert state.view(0)["foundations"][0] == {
+            "id": 0,
+            "suit": "H",
+            "cards": [{"card": "JK1", "as": "AH", "pack": 0}],
+            "finished": False,
+        }
+        state.apply(0, move("nerts", "foundation:new"), 2)  # AS
+        legal = state.legal_actions(0)
+        assert move("nerts", "foundation:0", **{"as": "2H"}) in legal
+        assert move("nerts", "foundation:1", **{"as": "2S"}) in legal
+        illegal(state, 0, move("nerts", "foundation:1", **{"as": "3S"}), 3, "needs 2S next")
+        state.apply(0, move("nerts", "foundation:1", **{"as": "2S"}), 3)
+        state.apply(0, move("work:0", "foundation:1"), 4)  # 3S follows the declared 2S
+        illegal(state, 0, move("work:1", "foundation:1"), 5, "that foundation has moved on")
+        illegal(state, 0, move("work:2", "foundation:1", **{"as": "4S"}), 5, "'as' is only for a joker")
+        illegal(state, 0, move("work:2", "work:3", **{"as": "4S"}), 5, "'as' is only for a joker")
+        # jokers count like any card: four of pack 0 in foundations, ten cards left in its Nerts pile
+        assert state.scores() == [4 - 2 * 10]
+
+    def test_a_joker_left_in_the_nerts_pile_is_a_penalty_card(self) -> None:
+        state = deal({"nerts": ["AS", "JK1"]}, nerts_pile_size=5, jokers=True)
+        state.apply(0, move("nerts", "foundation:new"), 1)
+        assert layout(state)["nerts"] == {"count": 4, "top": "JK1"}
+        assert state.scores() == [1 - 2 * 4]
