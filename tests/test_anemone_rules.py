@@ -163,7 +163,7 @@ def test_first_leader_is_seat_0_unless_random() -> None:
     assert hand.to_act() == [2] and hand.view(None)["leader"] == 2
     hand.playout(random.Random(1))
     random_match.finish_hand()
-    with pytest.raises(ValueError, match="only the first hand"):
+    with pytest.raises(ValueError, match="only in hand 1"):
         random_match.check_deal(deal)
     with pytest.raises(ValueError, match=r"deal\.leader"):
         AnemoneMatch(AnemoneOptions(players=3, random_first_leader=True)).check_deal({**deal, "leader": 3})
@@ -177,7 +177,7 @@ def test_leader_plays_any_card_then_unplayed_suits() -> None:
     assert {a["card"] for a in s.legal_actions(0)} == {"5A", "2B"}
     s.apply(0, play("5A"))
     assert s.legal_actions(1) == [play("3B")]
-    with pytest.raises(IllegalAction, match="suit A is already in this trick"):
+    with pytest.raises(IllegalAction, match="suit A is already in the trick"):
         s.apply(1, play("7A"))
     s.apply(1, play("3B"))
     assert s.legal_actions(2) == [play("4C")]

@@ -579,21 +579,13 @@ class AnemoneState:
             if faces:
                 raise IllegalAction("a discard takes no anemones")
             if playable:
-                raise IllegalAction(
-                    f"seat {seat} cannot discard: it holds a card of a suit not yet in this trick "
-                    f"({', '.join(CODE[c] for c in sorted(playable))})"
-                )
+                raise IllegalAction(f"seat {seat} cannot discard: it can play a new suit")
             return False, card, ()
         if card not in playable:
+            suit = CREATURE_SUITS[SUIT_OF[card]]
             if playable:
-                raise IllegalAction(
-                    f"suit {CREATURE_SUITS[SUIT_OF[card]]} is already in this trick; seat {seat} must play a suit "
-                    f"not yet in it ({', '.join(CODE[c] for c in sorted(playable))})"
-                )
-            raise IllegalAction(
-                f"suit {CREATURE_SUITS[SUIT_OF[card]]} is already in this trick and seat {seat} holds no suit "
-                "not yet in it: it must discard"
-            )
+                raise IllegalAction(f"suit {suit} is already in the trick; play another suit")
+            raise IllegalAction(f"suit {suit} is already in the trick; seat {seat} must discard")
         held = list(self.anem[seat])
         for face in faces:
             if face not in held:
@@ -793,14 +785,12 @@ class AnemoneMatch:
         first = not self._first_leaders
         if "leader" in deal:
             if not (first and self.options.random_first_leader):
-                raise ValueError(
-                    "deal.leader: only the first hand of a table with random_first_leader names its leader"
-                )
+                raise ValueError("deal.leader: only in hand 1 with random_first_leader")
             leader = deal["leader"]
             if isinstance(leader, bool) or not isinstance(leader, int) or not 0 <= leader < players:
                 raise ValueError(f"deal.leader: expected a seat 0 to {players - 1}, not {leader!r}")
         elif first and self.options.random_first_leader:
-            raise ValueError("deal.leader: required in the first hand with random_first_leader")
+            raise ValueError("deal.leader: required with random_first_leader")
 
     def deal_cards(self, seed: int) -> dict[str, Any]:
         """The next hand's deal from ``seed``, cards written out.
