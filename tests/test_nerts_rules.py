@@ -730,3 +730,17 @@ class TestJokers:
         state.apply(0, move("nerts", "foundation:new"), 1)
         assert layout(state)["nerts"] == {"count": 4, "top": "JK1"}
         assert state.scores() == [1 - 2 * 4]
+
+
+def test_the_state_and_match_follow_the_engine_protocols() -> None:
+    from cardtable.engine import HandState
+
+    match = NertsMatch(NertsOptions(players=2))
+    state = match.start_hand({"seed": 1})
+    assert isinstance(state, HandState)
+    assert match.hand is state and state.players == 2
+    assert state.to_act() == [0, 1]
+    assert state.legal_actions(5) == [] and state.legal_actions(None) == []  # type: ignore[arg-type]
+    assert state.events_for([{"type": "stuck", "seat": 0, "pack": 0}], 1) == [
+        {"type": "stuck", "seat": 0, "pack": 0}
+    ]

@@ -479,7 +479,7 @@ class NertsState:
         legal (``apply`` accepts them): moving a whole work pile onto an empty work pile (it changes nothing).
         Empty once the hand is over or for an unknown seat.
         """
-        if self._ended is not None or not 0 <= seat < self.players:
+        if self._ended is not None or not isinstance(seat, int) or not 0 <= seat < self.players:
             return []
         now = self._ms if ms is None else ms
         if self._called is not None and now > self._called_ms + self.options.in_flight_ms:
