@@ -1,0 +1,213 @@
+// The Enemy Anemone table: your hand (playable cards marked), the trick with each card's value and anemones,
+// anemones to add before playing, every seat's anemones, score pile and points, round and totals, whose turn.
+import { h, fill, toast, flipBefore, flipAfter } from './util.js';
+import { t } from './i18n.js';
+import { creatureCard, anemoneChip, parseCreature } from './cards.js';
+import { seatNames, scoreTable } from './nerts.js';
+import { navigate } from './main.js';
+
+function sortHand(cards) {
+  return [...cards].sort((a, b) => {
+    const x = parseCreature(a), y = parseCreature(b);
+    return x.suit === y.suit ? x.rank - y.rank : x.suit.localeCompare(y.suit);
+  });
+}
+
+function trickEntries(tr) {
+  if (!tr) return { cards: [], discards: [], winner: null, lowest: null };
+  if (Array.isArray(tr)) return { cards: tr, discards: [], winner: null, lowest: null };
+  return {
+    cards: tr.cards || tr.trick || tr.plays || [],
+    discards: tr.discards || tr.trick_discards || [],
+    winner: tr.winner ?? null,
+    lowest: tr.lowest ?? tr.anemone_to ?? tr.taker ?? null,
+  };
+}
+
+function trickView(entries, discards, names, { winner = null, lowest = null, last = false } = {}) {
+  return h('div.trickcards', {},
+    entries.map((e) => h('div.played' + (e.seat === winner ? '.winner' : '') + (e.seat === lowest ? '.lowest' : ''), { dataset: { seat: String(e.seat) } },
+      creatureCard(e.card, { key: last ? undefined : e.card }),
+      h('div.pinfo', {},
+        h('span.who', { text: names[e.seat] ?? '' }),
+        (e.anemones || []).length ? h('span.used', {}, e.anemones.map((f) => anemoneChip(f))) : null,
+        e.value !== undefined ? h('span.value', { title: t('anemone.value'), text: t('anemone.value_n', { n: e.value }) }) : null,
+        e.seat === winner ? h('span.badge.win', { text: t('anemone.wins_trick') }) : null,
+        e.seat === lowest ? h('span.badge.low', { text: t('anemone.takes_anemone') }) : null))),
+    (discards || []).map((d) => h('div.played.discarded', { dataset: { seat: String(d.seat) } },
+      creatureCard(d.card, { key: last ? undefined : d.card }),
+      h('div.pinfo', {}, h('span.who', { text: names[d.seat] ?? '' }), h('span.badge', { text: t('anemone.discarded') })))));
+}
+
+/** Every seat's public state, the trick and (when given) every hand: live table and replay viewer alike. */
+export function renderAnemoneBoard(view, names, { seat = null, hands = null, totals = null } = {}) {
+  const n = view.players || names.length;
+  const seats = [];
+  for (let s = 0; s < n; s++) {
+    const anem = (view.anemones || [])[s] || [];
+    const pile = (view.score_piles || [])[s] || [];
+    const handShown = hands ? hands[s] : null;
+    seats.push(h('section.aseat' + (view.turn === s && !view.over ? '.turn' : '') + (s === seat ? '.me' : ''), { dataset: { seat: String(s) } },
+      h('header', {}, h('strong', { text: names[s] ?? t('seat.player', { n: s + 1 }) }),
+        s === seat ? h('em', { text: ` (${t('table.you')})` }) : null,
+        view.leader === s ? h('span.badge.lead', { text: t('anemone.leader') }) : null,
+        view.turn === s && !view.over ? h('span.badge.turnb', { text: t('anemone.to_play') }) : null),
+      h('div.stats', {},
+        h('span', { text: t('anemone.cards_in_hand', { n: (view.hand_counts || [])[s] ?? 0 }) }),
+        h('span', { text: t('anemone.score_pile', { n: pile.length }) }),
+        h('span', { text: t('anemone.points', { n: (view.points || [])[s] ?? 0 }) }),
+        totals ? h('span', { text: t('anemone.total', { n: totals[s] ?? 0 }) }) : null),
+      h('div.anems', { title: t('anemone.anemones') }, anem.length ? anem.map((f) => anemoneChip(f)) : h('span.muted', { text: t('anemone.no_anemones') })),
+      pile.length ? h('details.pile', {}, h('summary', { text: t('anemone.show_pile') }), h('div.minicards', {}, sortHand(pile).map((c) => creatureCard(c)))) : null,
+      handShown ? h('div.minicards.handshown', {}, sortHand(handShown).map((c) => creatureCard(c))) : null));
+  }
+  const cur = view.trick || [];
+  const disc = view.trick_discards || [];
+  const lastTr = (view.tricks || []).length ? trickEntries(view.tricks[view.tricks.length - 1]) : null;
+  const showLast = !cur.length && !disc.length && lastTr && lastTr.cards.length;
+  return h('div.aboard', {},
+    h('div.aseats', {}, seats),
+    h('section.trick', {},
+      h('h3', { text: showLast ? t('anemone.last_trick') : t('anemone.trick') }),
+      cur.length || disc.length ? trickView(cur, disc, names)
+        : showLast ? trickView(lastTr.cards, lastTr.discards, names, { winner: lastTr.winner, lowest: lastTr.lowest, last: true })
+          : h('p.muted', { text: t('anemone.trick_empty') })));
+}
+
+export function mountTable(root, ctx) {
+  const { conn, seat } = ctx;
+  let table = ctx.table;
+  let view = null;
+  let legal = [];
+  let results = [];
+  let totals = [];
+  let handNo = 0;
+  let chosen = []; // indexes into my anemones
+  let busy = false;
+  let overlay = null;
+  const bar = h('div.abar');
+  const boardBox = h('div.aboardbox');
+  const handBox = h('section.myhand');
+  const scoreBox = h('aside.scoreboard');
+  fill(root, h('div.anemone-table', {}, bar, boardBox, seat === null ? null : handBox, scoreBox));
+
+  const names = () => seatNames(table);
+
+  function drawBar() {
+    const n = names();
+    const rounds = table?.options?.rounds;
+    const turnText = view.over ? t('anemone.hand_finished')
+      : view.turn === seat ? t('anemone.your_turn') : t('anemone.turn_of', { name: n[view.turn] ?? '' });
+    fill(bar,
+      h('div.hinfo', {}, h('strong', { text: t('game.anemone') }), ' · ',
+        rounds ? t('anemone.round_of', { n: handNo + 1, m: rounds }) : t('table.hand_n', { n: handNo + 1 }),
+        seat === null ? h('span.badge', { text: t('table.spectating') }) : null),
+      h('div.turninfo' + (view.turn === seat && !view.over ? '.mine' : ''), { text: turnText }),
+      h('div.meta', {},
+        view.deck_count !== undefined && view.deck_count !== null ? h('span', { text: t('anemone.deck', { n: view.deck_count }) }) : null,
+        view.supply !== undefined ? h('span', { text: t('anemone.supply', { n: view.supply }) }) : null,
+        totals.length ? h('span', { text: t('table.totals_short', { totals: totals.join(' · ') }) }) : null));
+  }
+
+  function myAnemones() { return ((view.anemones || [])[seat] || []); }
+
+  function drawHand() {
+    if (seat === null) return;
+    const mineA = myAnemones();
+    chosen = chosen.filter((i) => i < mineA.length);
+    const myTurn = view.turn === seat && !view.over;
+    const playable = new Set(view.playable || []);
+    const discarding = !!view.must_discard && myTurn;
+    const hint = !myTurn ? t('anemone.wait_turn') : discarding ? t('anemone.must_discard') : t('anemone.choose_card');
+    fill(handBox,
+      h('div.handhead', {},
+        h('h3', { text: t('anemone.your_hand') }),
+        h('span.hint' + (myTurn ? '.go' : ''), { text: hint })),
+      mineA.length ? h('div.chooser', {},
+        h('span', { text: t('anemone.add_anemones') }),
+        mineA.map((f, i) => h('button.anemchoice' + (chosen.includes(i) ? '.on' : ''), {
+          type: 'button', 'aria-pressed': String(chosen.includes(i)), disabled: discarding || !myTurn, dataset: { face: String(f), index: String(i) },
+          onclick: () => { chosen = chosen.includes(i) ? chosen.filter((x) => x !== i) : [...chosen, i]; drawHand(); },
+        }, anemoneChip(f, { selected: chosen.includes(i) }))),
+        chosen.length ? h('span.bonusnote', { text: t('anemone.adds', { n: chosen.reduce((s, i) => s + mineA[i], 0) }) }) : null) : null,
+      h('div.handcards', {}, sortHand(view.hand || []).map((c) => {
+        const ok = myTurn && (discarding || playable.has(c));
+        const el = creatureCard(c, { key: c });
+        el.classList.toggle('playable', ok && !discarding);
+        el.classList.toggle('discardable', ok && discarding);
+        el.classList.toggle('unplayable', !ok);
+        el.tabIndex = ok ? 0 : -1;
+        el.setAttribute('role', 'button');
+        if (ok) {
+          const go = () => playCard(c, discarding);
+          el.addEventListener('click', go);
+          el.addEventListener('keydown', (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); go(); } });
+        }
+        return el;
+      })));
+  }
+
+  async function playCard(card, discarding) {
+    if (busy) return;
+    const faces = chosen.map((i) => myAnemones()[i]);
+    const action = discarding ? { type: 'discard', card } : { type: 'play', card, anemones: faces };
+    busy = true;
+    const res = await conn.act(action);
+    busy = false;
+    if (res.ok) chosen = [];
+    else if (res.reason) toast(t('anemone.rejected', { reason: res.reason }), 'error', 3000);
+  }
+
+  function render() {
+    if (!view) return;
+    const before = flipBefore(root);
+    fill(boardBox, renderAnemoneBoard(view, names(), { seat, totals: totals.length ? totals : null }));
+    drawBar();
+    drawHand();
+    flipAfter(root, before);
+  }
+
+  function drawScores() {
+    if (!results.length) { scoreBox.hidden = true; return; }
+    scoreBox.hidden = false;
+    fill(scoreBox, h('details', {}, h('summary', { text: t('table.scores_so_far', { totals: totals.join(' · ') }) }), scoreTable(names(), results, totals)));
+  }
+
+  function showHandOver(msg) {
+    overlay?.remove();
+    const n = names();
+    const hist = [...results.slice(0, msg.hand), { scores: msg.scores, ended: msg.ended }];
+    const winners = msg.winners;
+    overlay = h('div.overlay', { role: 'dialog', 'aria-modal': 'true' },
+      h('div.dialog.handover', {},
+        h('h2', { text: winners ? t('table.match_over') : t('table.hand_over', { n: msg.hand + 1 }) }),
+        winners ? h('p.winner', { text: t('table.winner', { names: winners.map((s) => n[s]).join(', ') }) }) : null,
+        scoreTable(n, hist, msg.totals, msg.hand),
+        h('p.muted', { text: t('anemone.scoring_note') }),
+        h('div.row', {},
+          winners ? h('button.primary', { type: 'button', text: t('nav.lobby'), onclick: () => navigate('/') }) : null,
+          h('button' + (winners ? '' : '.primary') + '#continue', { type: 'button', text: winners ? t('common.close') : t('table.continue'), onclick: () => { overlay.remove(); overlay = null; } }))));
+    root.append(overlay);
+  }
+
+  return {
+    snapshot(msg) {
+      table = msg.table || table;
+      view = msg.view; legal = msg.legal || [];
+      results = msg.results || []; totals = msg.totals || []; handNo = msg.hand ?? 0;
+      render(); drawScores();
+    },
+    update(msg) { view = msg.view; legal = msg.legal || []; render(); },
+    handOver(msg) {
+      totals = msg.totals || totals;
+      showHandOver(msg);
+      results = [...results.slice(0, msg.hand), { scores: msg.scores, ended: msg.ended }];
+      drawScores();
+      if (view) drawBar();
+    },
+    warning() {},
+    table(tb) { table = tb; if (view) drawBar(); },
+    destroy() { overlay?.remove(); },
+    get legal() { return legal; },
+  };
+}

@@ -1,0 +1,45 @@
+// The HTTP lobby API (docs/protocol.md, "HTTP lobby") and the seat tokens kept in localStorage.
+
+export class ApiError extends Error {
+  constructor(status, detail) { super(detail); this.status = status; }
+}
+
+async function call(method, path, body) {
+  const res = await fetch(path, {
+    method,
+    headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  let data = null;
+  try { data = await res.json(); } catch { data = null; }
+  if (!res.ok) {
+    let detail = data && data.detail;
+    if (Array.isArray(detail)) detail = detail.map((d) => d.msg || JSON.stringify(d)).join('; ');
+    throw new ApiError(res.status, detail || `HTTP ${res.status}`);
+  }
+  return data;
+}
+
+export const api = {
+  games: () => call('GET', '/api/games'),
+  tables: (status = 'open') => call('GET', `/api/tables?status=${encodeURIComponent(status)}`),
+  table: (id) => call('GET', `/api/tables/${encodeURIComponent(id)}`),
+  create: (body) => call('POST', '/api/tables', body),
+  join: (id, body) => call('POST', `/api/tables/${encodeURIComponent(id)}/join`, body),
+  leave: (id, token) => call('POST', `/api/tables/${encodeURIComponent(id)}/leave`, { token }),
+  start: (id, token) => call('POST', `/api/tables/${encodeURIComponent(id)}/start`, { token }),
+  replay: (id) => call('GET', `/api/tables/${encodeURIComponent(id)}/replay`),
+  finished: () => call('GET', '/api/finished'),
+};
+
+/** The seat held at table id by this browser: {seat, token} or null. */
+export function getSeat(id) {
+  try { return JSON.parse(localStorage.getItem(`ct.seat.${id}`)); } catch { return null; }
+}
+export function saveSeat(id, seat, token) {
+  localStorage.setItem(`ct.seat.${id}`, JSON.stringify({ seat, token }));
+}
+export function forgetSeat(id) { localStorage.removeItem(`ct.seat.${id}`); }
+
+export function getName() { return localStorage.getItem('ct.name') || ''; }
+export function saveName(name) { localStorage.setItem('ct.name', name); }

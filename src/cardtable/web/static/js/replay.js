@@ -1,0 +1,104 @@
+// The replay viewer: step forward and back through GET /api/tables/{id}/replay, every card shown.
+import { h, fill, flipBefore, flipAfter } from './util.js';
+import { t } from './i18n.js';
+import { api } from './api.js';
+import { renderNertsBoard } from './nerts.js';
+import { renderAnemoneBoard } from './anemone.js';
+import { gameTitle } from './lobby.js';
+import { navigate } from './main.js';
+
+export function pileName(p) {
+  if (!p) return '';
+  if (p === 'nerts' || p === 'waste' || p === 'stock') return t(`pile.${p}`);
+  if (p === 'foundation:new') return t('pile.new_foundation');
+  const m = /^(work|foundation):(\d+)$/.exec(p);
+  if (m) return t(`pile.${m[1]}`, { n: Number(m[2]) + 1 });
+  return p;
+}
+
+export function describeAction(step, names) {
+  const a = step.action;
+  if (!a) return t('replay.deal', { n: step.hand + 1 });
+  const who = step.seat === null || step.seat === undefined ? t('replay.table') : (names[step.seat] ?? '');
+  switch (a.type) {
+    case 'move': return t('replay.move', { who, from: pileName(a.from), to: pileName(a.to), n: a.count || 1 });
+    case 'under': return t('replay.under', { who, from: pileName(a.from), to: pileName(a.to) });
+    case 'play': return (a.anemones || []).length
+      ? t('replay.play_with', { who, card: a.card, anemones: a.anemones.map((f) => `+${f}`).join(' ') })
+      : t('replay.play', { who, card: a.card });
+    case 'discard': return t('replay.discard', { who, card: a.card });
+    case 'end_hand': return t('replay.end_hand', { reason: a.reason ? t(`ended.${a.reason}`) : '' });
+    case 'flip': case 'stuck': case 'cycle': case 'nerts': case 'rotate':
+      return t(`replay.${a.type}`, { who });
+    default: return `${who}: ${a.type}`;
+  }
+}
+
+export function showReplay(main, id) {
+  main.className = 'replay-page';
+  fill(main, h('p.muted.center', { text: t('common.loading') }));
+  let i = 0;
+  let steps = [];
+  let names = [];
+  let game = '';
+  let playing = null;
+  const board = h('div.rboard');
+  const info = h('div.rinfo', { 'aria-live': 'polite' });
+  const slider = h('input#replay-slider', { type: 'range', min: '0', value: '0', 'aria-label': t('replay.position') });
+  const btn = (label, key, f, id) => h(`button#${id}`, { type: 'button', title: t(key), 'aria-label': t(key), onclick: f }, label);
+  const playBtn = btn('▶', 'replay.play_pause', () => togglePlay(), 'replay-play');
+
+  function show(n, animate = true) {
+    i = Math.max(0, Math.min(steps.length - 1, n));
+    const step = steps[i];
+    slider.value = String(i);
+    const before = animate ? flipBefore(board) : null;
+    if (game === 'nerts') fill(board, renderNertsBoard(step.view, names, { seat: null }));
+    else fill(board, renderAnemoneBoard(step.view, names, { hands: step.hands || null }));
+    if (animate) flipAfter(board, before, 200);
+    fill(info, h('span.stepno', { text: t('replay.step', { n: i + 1, m: steps.length }) }), ' · ',
+      h('span', { text: t('table.hand_n', { n: step.hand + 1 }) }), ' · ', h('strong.what', { text: describeAction(step, names) }));
+  }
+
+  function togglePlay() {
+    if (playing) { clearInterval(playing); playing = null; playBtn.textContent = '▶'; return; }
+    if (i >= steps.length - 1) show(0, false);
+    playBtn.textContent = '❚❚';
+    playing = setInterval(() => {
+      if (i >= steps.length - 1) { togglePlay(); return; }
+      show(i + 1);
+    }, game === 'nerts' ? 350 : 700);
+  }
+
+  function onKey(e) {
+    if (e.target.closest('input, select, textarea')) return;
+    if (e.key === 'ArrowRight') show(i + 1);
+    else if (e.key === 'ArrowLeft') show(i - 1);
+    else if (e.key === 'Home') show(0);
+    else if (e.key === 'End') show(steps.length - 1);
+  }
+  window.addEventListener('keydown', onKey);
+
+  api.replay(id).then((data) => {
+    steps = data.steps || [];
+    game = data.record?.game || '';
+    names = (data.record?.seats || []).map((s, k) => s.name || t('seat.player', { n: k + 1 }));
+    if (!steps.length) { fill(main, h('p.muted.center', { text: t('replay.empty') })); return; }
+    slider.max = String(steps.length - 1);
+    slider.addEventListener('input', () => show(Number(slider.value), false));
+    fill(main,
+      h('div.rhead', {}, h('h2', { text: t('replay.title', { game: gameTitle(game) }) }),
+        h('div.controls', {},
+          btn('⏮', 'replay.first', () => show(0), 'replay-first'),
+          btn('◀', 'replay.back', () => show(i - 1), 'replay-back'),
+          playBtn,
+          btn('▶|', 'replay.forward', () => show(i + 1), 'replay-forward'),
+          btn('⏭', 'replay.last', () => show(steps.length - 1), 'replay-last')),
+        slider, info),
+      board,
+      h('p', {}, h('button', { type: 'button', text: t('nav.lobby'), onclick: () => navigate('/') })));
+    show(0, false);
+  }).catch((e) => fill(main, h('section.panel.narrow', {}, h('p.error', { text: t('replay.failed', { reason: e.message }) }))));
+
+  return () => { clearInterval(playing); window.removeEventListener('keydown', onKey); };
+}

@@ -1,0 +1,150 @@
+// A table page: join or watch, the waiting room before the start, then the game's own view
+// (nerts.js or anemone.js), kept live through a TableConnection that reconnects by itself.
+import { h, fill, toast } from './util.js';
+import { t } from './i18n.js';
+import { api, getSeat, saveSeat, forgetSeat, getName, saveName } from './api.js';
+import { TableConnection } from './conn.js';
+import { gameTitle, seatName } from './lobby.js';
+import { navigate } from './main.js';
+
+/** Test and debugging hook: the latest state this page knows. */
+const state = (window.__ct = { seat: null, view: null, legal: [], v: null, table: null, status: 'idle', hand: null });
+
+function inviteUrl(id) { return `${location.origin}/?table=${encodeURIComponent(id)}`; }
+
+function copyButton(text) {
+  return h('button.copy', {
+    type: 'button', text: t('table.copy_link'), dataset: { copy: '1' },
+    onclick: async () => {
+      try { await navigator.clipboard.writeText(text); toast(t('table.link_copied')); }
+      catch { toast(t('table.copy_failed')); }
+    },
+  });
+}
+
+function joinPanel(main, id, tb) {
+  const name = h('input#join-name', { type: 'text', value: getName(), maxlength: '24', placeholder: t('lobby.name_placeholder') });
+  const openSeats = tb.seats.filter((s) => s.kind === 'open');
+  fill(main, h('section.panel.narrow.joinbox', {},
+    h('h2', { text: t('table.join_title', { game: gameTitle(tb.game) }) }),
+    h('ul.seatlist', {}, tb.seats.map((s) => h('li', { text: `${t('lobby.seat_n', { n: s.seat + 1 })}: ${seatName(s)}` }))),
+    openSeats.length && tb.status === 'open'
+      ? h('form.inline', {
+        onsubmit: async (e) => {
+          e.preventDefault();
+          saveName(name.value.trim());
+          try {
+            const res = await api.join(id, { name: name.value.trim() || t('lobby.default_name') });
+            saveSeat(id, res.seat, res.token);
+            navigate(`/?table=${encodeURIComponent(id)}`);
+          } catch (err) { toast(t('table.join_failed', { reason: err.message }), 'error', 5000); }
+        },
+      }, h('label.sr', { for: 'join-name', text: t('lobby.your_name') }), name, h('button.primary#join', { type: 'submit', text: t('lobby.join') }))
+      : h('p', { text: t('table.no_open_seat') }),
+    h('p', {}, h('button#watch', { type: 'button', text: t('lobby.watch'), onclick: () => navigate(`/?table=${encodeURIComponent(id)}&watch=1`) }))));
+}
+
+function waitingRoom(box, id, tb, seat, token) {
+  const full = tb.seats.every((s) => s.kind !== 'open');
+  const link = inviteUrl(id);
+  fill(box, h('section.panel.narrow.waiting', {},
+    h('h2', { text: t('table.waiting_title', { game: gameTitle(tb.game) }) }),
+    h('p', { text: t('table.invite_help') }),
+    h('div.invite', {}, h('input#invite', { type: 'text', readonly: true, value: link, onfocus: (e) => e.target.select() }), copyButton(link)),
+    h('ul.seatlist', {}, tb.seats.map((s) => h('li' + (s.seat === seat ? '.me' : ''), {},
+      `${t('lobby.seat_n', { n: s.seat + 1 })}: ${seatName(s)}`,
+      s.kind === 'person' ? h('span.dot' + (s.connected ? '.on' : ''), { title: t(s.connected ? 'table.connected' : 'table.disconnected') }) : null,
+      s.seat === seat ? h('em', { text: ` (${t('table.you')})` }) : null))),
+    h('div.row', {},
+      seat !== null ? h('button.primary#start', {
+        type: 'button', disabled: !full, text: t('table.start'),
+        onclick: async () => { try { await api.start(id, token); } catch (e) { toast(e.message, 'error', 4000); } },
+      }) : null,
+      !full ? h('span.muted', { text: t('table.waiting_for_seats') }) : null,
+      seat !== null ? h('button#leave', {
+        type: 'button', text: t('table.leave'),
+        onclick: async () => { try { await api.leave(id, token); } catch { /* gone already */ } forgetSeat(id); navigate('/'); },
+      }) : null)));
+}
+
+export function showTable(main, id, { watch = false } = {}) {
+  main.className = 'table-page';
+  let conn = null;
+  let game = null; // the mounted game view
+  let destroyed = false;
+  const mine = watch ? null : getSeat(id);
+  const statusEl = h('div.connstatus', { 'aria-live': 'polite' });
+  const body = h('div.tablebody');
+
+  function connect(token) {
+    fill(main, statusEl, body);
+    fill(body, h('p.muted.center', { text: t('common.connecting') }));
+    let table = null;
+    let seat = null;
+    const handlers = {
+      status(s) {
+        state.status = s;
+        statusEl.className = `connstatus ${s}`;
+        statusEl.textContent = s === 'open' ? '' : t(s === 'connecting' ? 'common.connecting' : 'common.reconnecting');
+      },
+      welcome(msg) {
+        seat = msg.seat; table = msg.table;
+        state.seat = seat; state.table = table;
+        if (token && seat === null) { forgetSeat(id); toast(t('table.token_lost')); }
+      },
+      async snapshot(msg) {
+        table = msg.table || table;
+        Object.assign(state, { table, view: msg.view, legal: msg.legal || [], v: msg.v, hand: msg.hand });
+        if (!msg.view) {
+          if (game) { game.destroy(); game = null; }
+          waitingRoom(body, id, table, seat, token);
+          return;
+        }
+        if (!game || game.kind !== table.game) {
+          if (game) game.destroy();
+          const mod = table.game === 'nerts' ? await import('./nerts.js') : await import('./anemone.js');
+          if (destroyed) return;
+          fill(body);
+          game = mod.mountTable(body, { conn, seat, table, id, tableState: state });
+          game.kind = table.game;
+        }
+        // updates that arrived while the module loaded are already in state: show the latest
+        game.snapshot({ ...msg, view: state.view, legal: state.legal, v: state.v });
+      },
+      update(msg) {
+        Object.assign(state, { view: msg.view, legal: msg.legal || [], v: msg.v });
+        game?.update(msg);
+      },
+      table(msg) {
+        table = msg.table; state.table = table;
+        if (!state.view) waitingRoom(body, id, table, seat, token);
+        game?.table(msg.table);
+      },
+      hand_over(msg) { state.handOver = msg; game?.handOver(msg); },
+      warning(msg) { game?.warning(msg); },
+      error(msg) { console.warn('server error', msg.reason); },
+    };
+    conn = new TableConnection(id, token, handlers);
+  }
+
+  if (mine) {
+    connect(mine.token);
+  } else if (watch) {
+    connect(null);
+  } else {
+    fill(main, h('p.muted.center', { text: t('common.loading') }));
+    api.table(id).then((tb) => {
+      if (destroyed) return;
+      if (tb.status === 'open' && tb.seats.some((s) => s.kind === 'open')) joinPanel(main, id, tb);
+      else { history.replaceState(null, '', `/?table=${encodeURIComponent(id)}&watch=1`); connect(null); }
+    }).catch((e) => fill(main, h('section.panel.narrow', {}, h('p.error', { text: t('table.not_found', { reason: e.message }) }),
+      h('button', { type: 'button', text: t('nav.lobby'), onclick: () => navigate('/') }))));
+  }
+
+  return () => {
+    destroyed = true;
+    game?.destroy();
+    conn?.close();
+    Object.assign(state, { seat: null, view: null, legal: [], v: null, table: null, status: 'idle' });
+  };
+}

@@ -1,0 +1,109 @@
+"""Fixtures for the browser suite: Debian's Chromium driven by Playwright, and the real table server.
+
+The server runs as a subprocess (``python -m cardtable.server.app``) on a free port with a fresh SQLite file,
+quick bots and a short pause between hands. Tests are marked ``browser``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = "/usr/bin/chromium"
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / "screenshots"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Skip the browser suite where Chromium is not installed."""
+    if Path(CHROMIUM).exists():
+        return
+    skip = pytest.mark.skip(reason=f"{CHROMIUM} is not installed")
+    for item in items:
+        if "browser" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args() -> dict[str, Any]:
+    """Debian's Chromium, headless, with nothing that reaches the network on its own."""
+    return {
+        "executable_path": CHROMIUM,
+        "args": [
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        ],
+    }
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Start the real server; yields its base URL (``http://127.0.0.1:PORT``)."""
+    port = _free_port()
+    db = tmp_path_factory.mktemp("db") / "cardtable.sqlite3"
+    log = tmp_path_factory.mktemp("log") / "server.log"
+    env = dict(os.environ)
+    env.update({
+        "CARDTABLE_HAND_PAUSE": "1.5",
+        "CARDTABLE_BOT_PACE": "0.35",
+        "CARDTABLE_ANEMONE_BOT_DELAY_MS": "60",
+        "CARDTABLE_GRACE_SECONDS": "60",
+    })
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "cardtable.server.app", "--port", str(port), "--db", f"sqlite+aiosqlite:///{db}"],
+            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
+        )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(base + "/api/games", timeout=2) as res:
+                if res.status == 200:
+                    break
+        except (urllib.error.URLError, ConnectionError, OSError):
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"the server did not start:\n{log.read_text()}")
+        time.sleep(0.2)
+    try:
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def api(base: str, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    """Call the lobby API; returns the decoded JSON answer (raises on an HTTP error)."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(base + path, data=data, method=method, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as res:
+        return json.loads(res.read() or b"null")
+
+
+@pytest.fixture(scope="session")
+def screenshots() -> Path:
+    """The folder screenshots go to (gitignored)."""
+    SCREENSHOTS.mkdir(exist_ok=True)
+    return SCREENSHOTS

@@ -1,0 +1,41 @@
+"""Shared moves for the browser tests: drag with the mouse, read the page's state, seat tokens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from playwright.sync_api import Locator, Page
+
+
+def state(page: Page) -> dict[str, Any]:
+    """The page's latest known table state (``window.__ct``: seat, view, legal, v, table)."""
+    return page.evaluate("() => JSON.parse(JSON.stringify(window.__ct || {}))")
+
+
+def drag(page: Page, src: Locator, dst: Locator, steps: int = 8) -> bool:
+    """Drag from the middle of ``src`` to the middle of ``dst`` with the mouse (pointer events).
+
+    Returns False (and does nothing) when either end is not on the page any more: the table moves on while a
+    test decides, since bots play at the same time.
+    """
+    try:
+        a = src.bounding_box(timeout=500)
+        b = dst.bounding_box(timeout=500)
+    except Exception:
+        return False
+    if not (a and b):
+        return False
+    page.mouse.move(a["x"] + a["width"] / 2, a["y"] + min(12, a["height"] / 2))
+    page.mouse.down()
+    page.mouse.move(a["x"] + a["width"] / 2 + 8, a["y"] + 20, steps=2)
+    page.mouse.move(b["x"] + b["width"] / 2, b["y"] + b["height"] / 2, steps=steps)
+    page.mouse.up()
+    return True
+
+
+def sit(page: Page, base: str, table_id: str, seat: int, token: str) -> None:
+    """Store a seat token the way the lobby does, then open the table."""
+    page.goto(base + "/?howto=nerts")
+    page.evaluate("([id, seat, token]) => localStorage.setItem(`ct.seat.${id}`, JSON.stringify({seat, token}))",
+                  [table_id, seat, token])
+    page.goto(f"{base}/?table={table_id}")
