@@ -744,3 +744,52 @@ def test_the_state_and_match_follow_the_engine_protocols() -> None:
     assert state.events_for([{"type": "stuck", "seat": 0, "pack": 0}], 1) == [
         {"type": "stuck", "seat": 0, "pack": 0}
     ]
+
+
+class TestDecisions:
+    """The points docs/views-nerts.md decides where the rules are silent."""
+
+    def test_ties_chain_from_the_current_top(self) -> None:
+        state = deal({"nerts": ["AS", "2S"]}, {"nerts": ["2S"]}, {"nerts": ["2S"]})
+        state.apply(0, move("nerts", "foundation:new"), 10)
+        state.apply(0, move("nerts", "foundation:0"), 100)
+        state.apply(1, move("nerts", "foundation:0"), 190)
+        state.apply(2, move("nerts", "foundation:0"), 290)  # within the window of pack 1's 2S
+        assert [c["pack"] for c in state.view(None)["foundations"][0]["cards"]] == [0, 0, 1, 2]
+
+    def test_two_kings_at_once_both_play_on_a_finished_foundation(self) -> None:
+        spades = ["AS", "2S", "3S", "4S", "5S", "6S", "7S", "8S", "9S", "10S", "JS", "QS", "KS"]
+        state = deal({"nerts": spades}, {"work": ["KS"]})
+        for i in range(13):
+            state.apply(0, move("nerts", "foundation:new" if i == 0 else "foundation:0"), 10 * (i + 1))
+        assert state.view(None)["foundations"][0]["finished"] is True
+        assert move("work:0", "foundation:0") in state.legal_actions(1, 230)
+        state.apply(1, move("work:0", "foundation:0"), 230)
+        assert state.scores()[1] == 1 - 2 * 13
+        assert state.view(None)["foundations"][0]["finished"] is True
+
+    def test_partners_share_the_stuck_mark(self) -> None:
+        state = deal({}, {}, players=4, partnerships=True)
+        state.apply(0, {"type": "stuck"}, 1)
+        illegal(state, 2, {"type": "stuck"}, 2, "already declared")
+        assert state.apply(2, {"type": "cycle"}, 2)[0]["seat"] == 2
+        assert state.apply(1, {"type": "stuck"}, 3)[-1] == {"type": "rotated", "by": "stuck"}
+
+    def test_a_rotate_restarts_the_stall_timer(self) -> None:
+        state = deal({}, {})
+        state.apply(0, {"type": "stuck"}, 5000)
+        state.apply(1, {"type": "stuck"}, 6000)
+        assert state.clock_action() == (76000, {"type": "rotate"})
+
+    def test_earlier_views_do_not_change(self) -> None:
+        import copy
+
+        state = deal({"nerts": ["AS", "2S"]}, {})
+        before = state.view(0)
+        frozen = copy.deepcopy(before)
+        state.apply(0, move("nerts", "foundation:new"), 1)
+        state.apply(0, move("nerts", "foundation:0"), 2)
+        state.apply(0, {"type": "flip"}, 3)
+        state.apply(None, {"type": "end_hand", "reason": "stalled"}, 4)
+        assert before == frozen
+        assert state.view(0) != frozen
