@@ -18,7 +18,6 @@ simulate_app = typer.Typer(help="Play bot-only hands or games and summarise them
 app.add_typer(simulate_app, name="simulate")
 
 console = Console()
-errors = Console(stderr=True)
 
 
 @app.command()
@@ -64,10 +63,10 @@ def replay(
         record = records.load(file)
         result = fold(record)
     except records.RecordError as error:
-        errors.print(f"error: {error}", markup=False, highlight=False)
+        typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from None
     except IllegalRecordAction as error:
-        errors.print(f"illegal: {error}", markup=False, highlight=False)
+        typer.echo(f"illegal: {error}", err=True)
         raise typer.Exit(2) from None
     if as_json:
         typer.echo(json.dumps(result.to_dict()))
@@ -106,7 +105,7 @@ def simulate_anemone(
     try:
         anemone.run(players=players, games=games, bots=specs, seed=seed, jobs=jobs, out=out)
     except ValueError as error:
-        errors.print(f"error: {error}", markup=False, highlight=False)
+        typer.echo(f"error: {error}", err=True)
         raise typer.Exit(1) from None
 
 

@@ -79,7 +79,8 @@ def start_hand(match: Match, hand: HandRecord, number: int) -> HandState:
         match.check_deal(hand.deal)
         return match.start_hand(hand.deal)
     except ValueError as error:
-        raise RecordError(f"hands[{number}].deal: {error}") from None
+        text = str(error)
+        raise RecordError(f"hands[{number}].{text}" if text.startswith("deal") else f"hands[{number}].deal: {text}") from None
 
 
 def apply_actions(state: HandState, hand: HandRecord, number: int, on_step: StepHook | None = None) -> None:
