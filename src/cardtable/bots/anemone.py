@@ -14,22 +14,13 @@ True
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from typing import Any
 
 from cardtable.bots import BotInfo, register
+from cardtable.bots.ismcts import LEVELS, IsmctsBot, position_rng
 from cardtable.engine import Action, View
 from cardtable.games.anemone import POINTS_OF, RANK_OF, SUIT_OF, card_number, game_cards
-
-
-def position_rng(seed: int, view: View) -> random.Random:
-    """A generator seeded by ``seed`` and the position in ``view`` (stable across processes and runs)."""
-    key = (
-        f"{seed}|{view.get('seat')}|{','.join(view.get('hand', []))}|{len(view.get('tricks', []))}|"
-        f"{len(view.get('trick', []))}|{len(view.get('trick_discards', []))}|{view.get('round')}"
-    )
-    return random.Random(key)
 
 
 class RandomBot:
@@ -156,8 +147,6 @@ register(
 
 
 def _register_ismcts() -> None:
-    from cardtable.bots.ismcts import LEVELS, IsmctsBot
-
     for level, budget in LEVELS.items():
 
         def make(seed: int, level: str = level) -> Any:

@@ -20,9 +20,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cardtable.bots.anemone import position_rng
 from cardtable.engine import Action, View
 from cardtable.games.anemone import CODE, SUIT_OF, AnemoneState, card_number, game_cards
+
+
+def position_rng(seed: int, view: View) -> random.Random:
+    """A generator seeded by ``seed`` and the position in ``view`` (stable across processes and runs)."""
+    key = (
+        f"{seed}|{view.get('seat')}|{','.join(view.get('hand', []))}|{len(view.get('tricks', []))}|"
+        f"{len(view.get('trick', []))}|{len(view.get('trick_discards', []))}|{view.get('round')}"
+    )
+    return random.Random(key)
+
 
 Move = tuple[bool, int, tuple[int, ...]]
 """An engine move: (is a play, card number, anemone faces)."""

@@ -1,0 +1,193 @@
+"""cardtable.bots.anemone and cardtable.bots.ismcts: legal, deterministic choices; determinizations that respect
+what a seat knows; and the simulator (cardtable.sim.anemone) writing records that replay."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.console import Console
+
+from cardtable import records
+from cardtable.bots import bot_infos, get_bot, make_bot
+from cardtable.bots.ismcts import Budget, Determinizer, IsmctsBot, search
+from cardtable.games.anemone import (
+    CODE,
+    SUIT_OF,
+    AnemoneMatch,
+    AnemoneOptions,
+    AnemoneState,
+    card_number,
+    game_cards,
+)
+from cardtable.replay import fold
+from cardtable.sim import anemone as sim
+
+TINY = Budget(12, 5.0)
+
+
+def position(players: int, seed: int, steps: int) -> AnemoneState:
+    """A hand of ``players`` seats after ``steps`` random legal actions (stopping before its end)."""
+    state = AnemoneMatch(AnemoneOptions(players=players)).start_hand({"seed": seed})
+    rng = random.Random(seed)
+    for _ in range(steps):
+        seat = state.to_act()[0]
+        action = rng.choice(state.legal_actions(seat))
+        trial = state.copy()
+        trial.apply(seat, action)
+        if trial.is_over:
+            break
+        state = trial
+    return state
+
+
+def test_registered_specs() -> None:
+    specs = [info.spec for info in bot_infos("anemone")]
+    assert specs == ["random", "heuristic", "ismcts:easy", "ismcts:medium", "ismcts:hard"]
+    assert [get_bot("anemone", s).pooled for s in specs] == [False, False, True, True, True]
+    assert get_bot("anemone", "ismcts").spec == "ismcts:medium"
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    players=st.integers(2, 6),
+    seed=st.integers(0, 10_000),
+    steps=st.integers(0, 40),
+    bot_seed=st.integers(0, 99),
+)
+def test_bots_choose_only_legal_actions(players: int, seed: int, steps: int, bot_seed: int) -> None:
+    state = position(players, seed, steps)
+    seat = state.to_act()[0]
+    view = state.view(seat)
+    legal = state.legal_actions(seat)
+    bots: list[Any] = [make_bot("anemone", "random", bot_seed), make_bot("anemone", "heuristic", bot_seed)]
+    bots.append(IsmctsBot(bot_seed, TINY))
+    for bot in bots:
+        choice = bot.choose(view, legal)
+        assert choice in legal
+        assert bot.choose(view, legal) == choice, "same seed and view, same choice"
+        copy = state.copy()
+        copy.apply(seat, choice)
+
+
+def test_registered_ismcts_levels_choose_legal_actions() -> None:
+    state = position(4, 5, 9)
+    seat = state.to_act()[0]
+    legal = state.legal_actions(seat)
+    choice = make_bot("anemone", "ismcts:easy", 1).choose(state.view(seat), legal)
+    assert choice in legal
+
+
+def test_single_legal_action_is_taken_at_once() -> None:
+    state = AnemoneState.new([[0], [15], [22]])
+    legal = state.legal_actions(0)
+    assert IsmctsBot(1, "hard").choose(state.view(0), legal) == legal[0]
+
+
+def test_heuristic_wins_a_valuable_trick_as_last_player() -> None:
+    # seat 2 is last; the trick holds 5A and 3B (4 points); 9C wins it, 2C would not
+    state = AnemoneState.new(
+        [[card_number("5A"), 0], [card_number("3B"), 11], [card_number("9C"), card_number("2C")]]
+    )
+    state.apply(0, {"type": "play", "card": "5A"})
+    state.apply(1, {"type": "play", "card": "3B"})
+    choice = make_bot("anemone", "heuristic", 0).choose(state.view(2), state.legal_actions(2))
+    assert choice == {"type": "play", "card": "9C", "anemones": []}
+
+
+def test_heuristic_discards_a_bonus_card() -> None:
+    state = AnemoneState.new([[card_number("9A"), 1], [card_number("3A"), card_number("7A")], [22, 23]])
+    state.apply(0, {"type": "play", "card": "9A"})
+    choice = make_bot("anemone", "heuristic", 0).choose(state.view(1), state.legal_actions(1))
+    assert choice == {"type": "discard", "card": "3A"}
+
+
+def test_ismcts_search_wins_a_valuable_trick_when_last() -> None:
+    # seat 2 (all of suit C) is last to play; 5A and 8B are in the trick: 8C (a tie goes to the later card),
+    # 9C or 10C wins 4 points or more
+    hands = [
+        ["5A", "1A", "2A", "3A", "4A", "6A", "7A", "8A", "9A", "1B"],
+        ["8B", "2B", "3B", "4B", "5B", "6B", "7B", "9B", "10B", "10A"],
+        [f"{rank}C" for rank in range(1, 11)],
+    ]
+    match = AnemoneMatch(AnemoneOptions(players=3))
+    state = match.start_hand({"hands": hands})
+    state.apply(0, {"type": "play", "card": "5A"})
+    state.apply(1, {"type": "play", "card": "8B"})
+    move, visits = search(state.view(2), Budget(400, 10.0), random.Random(0))
+    assert move in [(True, card_number(c), ()) for c in ("8C", "9C", "10C")]
+    assert sum(visits.values()) == 400
+
+
+@settings(max_examples=40, deadline=None)
+@given(players=st.integers(2, 6), seed=st.integers(0, 10_000), steps=st.integers(0, 45))
+def test_determinizations_respect_counts_and_voids(players: int, seed: int, steps: int) -> None:
+    state = position(players, seed, steps)
+    seat = state.to_act()[0]
+    view = state.view(seat)
+    det = Determinizer(view)
+    hands, deck = det.sample(random.Random(seed))
+    assert [len(h) for h in hands] == view["hand_counts"] and len(deck) == view["deck_count"]
+    assert sorted(hands[seat]) == sorted(state.hands[seat])
+    seen = Counter(c for h in hands for c in h) + Counter(deck)
+    seen += Counter(c for pile in state.piles for c in pile) + Counter(p[1] for p in state.trick)
+    assert seen == Counter(game_cards(players))
+    # the true deal is consistent with every void the view reveals, so a sample must respect them too
+    for other, hand in enumerate(hands):
+        for card in hand:
+            if other != seat:
+                assert card in det.eligible and other in det.eligible[card]
+    # voids: a seat that discarded held no card of a suit missing from that trick (3+ seats)
+    if players > 2:
+        for trick in [*view["tricks"], {"plays": view["trick"], "discards": view["trick_discards"]}]:
+            for d in trick["discards"]:
+                if d["seat"] == seat:
+                    continue
+                before = {SUIT_OF[card_number(p["card"])] for p in trick["plays"] if p["order"] < d["order"]}
+                assert all(SUIT_OF[c] in before for c in hands[d["seat"]])
+    codes = [[CODE[c] for c in hand] for hand in hands]
+    rebuilt = AnemoneState.from_view(view, codes, [CODE[c] for c in deck])
+    assert rebuilt.to_act() == [seat]
+    assert sorted(map(str, rebuilt.legal_actions(seat))) == sorted(map(str, state.legal_actions(seat)))
+
+
+def test_simulate_writes_records_that_replay(tmp_path: Path) -> None:
+    out = tmp_path / "games.jsonl"
+    stats = sim.run(
+        3,
+        3,
+        ["heuristic", "random"],
+        seed=4,
+        jobs=1,
+        out=out,
+        rounds=2,
+        console=Console(file=None, quiet=True),
+        show=False,
+    )
+    assert set(stats) == {"heuristic", "random"}
+    assert stats["heuristic"].games + stats["random"].games == 9
+    assert abs(sum(s.wins for s in stats.values()) - 3) < 1e-9
+    lines = out.read_text().splitlines()
+    assert len(lines) == 3
+    for line in lines:
+        data = json.loads(line)
+        assert all("seed" not in hand["deal"] for hand in data["hands"])
+        result = fold(records.from_dict(data))
+        assert result.winner is not None and len(result.hands) == 2
+
+
+def test_seats_rotate_so_every_bot_plays_every_seat() -> None:
+    tasks = sim.tasks_for(4, 4, ["ismcts:hard", "heuristic", "heuristic", "heuristic"], seed=1)
+    assert {t.specs.index("ismcts:hard") for t in tasks} == {0, 1, 2, 3}
+    assert sim.tasks_for(3, 1, ["a", "b"], seed=1)[0].specs == ("a", "b", "a")
+
+
+def test_wilson_interval() -> None:
+    low, high = sim.wilson(40, 100)
+    assert 0.30 < low < 0.31 and 0.49 < high < 0.50
+    assert sim.wilson(0, 0) == (0.0, 1.0)
