@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from collections import Counter
 from typing import Any
 
@@ -20,15 +21,16 @@ from hypothesis import strategies as st
 from cardtable.engine import IllegalAction
 from cardtable.games.nerts import NertsMatch, NertsOptions, NertsState
 
+EXAMPLES = int(os.environ.get("NERTS_EXAMPLES", "40"))  # raise it for a longer search
 IN_PLAY_KEYS = {"pack", "seats", "nerts", "work", "stock", "waste", "stuck"}
 
 
 @st.composite
 def options(draw: st.DrawFn) -> NertsOptions:
-    players = draw(st.integers(1, 4))
+    players = draw(st.sampled_from([1, 2, 2, 3, 4, 4, 6, 8]))
     return NertsOptions(
         players=players,
-        partnerships=players == 4 and draw(st.booleans()),
+        partnerships=players >= 4 and draw(st.booleans()),
         jokers=draw(st.booleans()),
         flip_count=draw(st.sampled_from([1, 3])),
         nerts_pile_size=draw(st.integers(5, 13)),
@@ -136,7 +138,7 @@ def drive(
     return state, deal, log
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(
     opts=options(),
     seed=st.integers(0, 2**32),
@@ -184,7 +186,7 @@ garbage = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(
     opts=options(),
     seed=st.integers(0, 2**32),
