@@ -1038,11 +1038,14 @@ class NertsMatch:
     """A Nerts match: hands until some seat or team has ``target_score`` with a unique top (rules: "Scoring").
 
     ``totals`` and each result's ``scores`` have one entry per seat; partners show their team's figure.
+    ``options`` may also be a record's options mapping (``ValueError`` naming a bad option).
     """
 
     game = "nerts"
 
-    def __init__(self, options: NertsOptions) -> None:
+    def __init__(self, options: NertsOptions | Mapping[str, Any]) -> None:
+        if not isinstance(options, NertsOptions):
+            options = NertsOptions.from_dict(options)
         self.options = options
         self.players = options.players
         self.totals = [0] * options.players
