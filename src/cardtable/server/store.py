@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,19 +19,27 @@ from typing import Any
 import msgspec
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import event, select, update
-from sqlalchemy.engine import Connection
+from sqlalchemy import create_engine, event, make_url, select, update
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
 
 from cardtable.server import schema
 
 log = logging.getLogger("cardtable.server.store")
 
-WriteFn = Callable[[AsyncConnection], Awaitable[None]]
-"""One write: statements run on the batch's connection, inside its transaction."""
+WriteFn = Callable[[Connection], None]
+"""One write: SQLAlchemy Core statements run on the batch's (synchronous) connection, inside its transaction.
+
+SQLite: the writer runs each batch in one database thread (one hop off the event loop per batch, not one per
+statement). Other databases (PostgreSQL): the batch runs through the async engine (``AsyncConnection.run_sync``)."""
 
 MAX_BATCH = 1000
 """Most writes committed in one transaction."""
+
+CHECKPOINT_EVERY_S = 2.0
+"""SQLite: seconds between WAL checkpoints, run on their own connection so that the writer never waits for the
+checkpoint's fsync (automatic checkpoints are off)."""
 
 
 def default_url() -> str:
@@ -90,6 +99,7 @@ def _set_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute("PRAGMA wal_autocheckpoint=0")
     cursor.close()
 
 
@@ -100,6 +110,12 @@ def _run_migrations(connection: Connection) -> None:
     command.upgrade(config, "head")
 
 
+def _transaction(conn: Connection, fns: list[WriteFn]) -> None:
+    with conn.begin():
+        for fn in fns:
+            fn(conn)
+
+
 class Store:
     """The server's database. Build with :meth:`open`; :meth:`close` when done."""
 
@@ -107,6 +123,12 @@ class Store:
         self.engine = engine
         self._queue: asyncio.Queue[tuple[WriteFn, asyncio.Future[None]]] = asyncio.Queue()
         self._writer: asyncio.Task[None] | None = None
+        self._checkpointer: asyncio.Task[None] | None = None
+        self._conn: AsyncConnection | None = None
+        self._thread: ThreadPoolExecutor | None = None
+        self._sync_engine: Engine | None = None
+        self._sync_conn: Connection | None = None
+        self._insert_actions_sql: str | None = None
         self.commits = 0
         """Transactions committed by the writer (for the benchmark)."""
 
@@ -120,17 +142,52 @@ class Store:
         async with engine.begin() as conn:
             await conn.run_sync(_run_migrations)
         store = cls(engine)
+        compiled = schema.actions.insert().compile(dialect=engine.dialect)
+        if compiled.positiontup == ["table_id", "hand", "idx", "seat", "ms", "action"]:
+            store._insert_actions_sql = str(compiled)
+        if engine.dialect.name == "sqlite":
+            sync_engine = create_engine(
+                make_url(url).set(drivername="sqlite"), json_serializer=_json_dumps,
+                json_deserializer=msgspec.json.decode, poolclass=NullPool,
+            )
+            event.listen(sync_engine, "connect", _set_sqlite_pragmas)
+            store._sync_engine = sync_engine
+            store._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cardtable-db")
+            store._sync_conn = await asyncio.get_running_loop().run_in_executor(store._thread, sync_engine.connect)
+        else:
+            store._conn = await engine.connect()
         store._writer = asyncio.create_task(store._write_loop(), name="cardtable-store-writer")
+        if engine.dialect.name == "sqlite":
+            store._checkpointer = asyncio.create_task(store._checkpoint_loop(), name="cardtable-store-checkpoint")
         return store
+
+    async def _checkpoint_loop(self) -> None:
+        async with self.engine.connect() as conn:
+            while True:
+                await asyncio.sleep(CHECKPOINT_EVERY_S)
+                try:
+                    await conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+                    await conn.commit()
+                except Exception:
+                    log.exception("WAL checkpoint failed")
 
     async def close(self) -> None:
         """Finish the queued writes, stop the writer and dispose of the engine."""
         if self._writer is not None:
             while not self._queue.empty():
                 await asyncio.sleep(0.01)
-            self._writer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._writer
+        for task in (self._writer, self._checkpointer):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        if self._conn is not None:
+            await self._conn.close()
+        if self._thread is not None and self._sync_conn is not None:
+            await asyncio.get_running_loop().run_in_executor(self._thread, self._sync_conn.close)
+            self._thread.shutdown()
+        if self._sync_engine is not None:
+            self._sync_engine.dispose()
         await self.engine.dispose()
 
     # -- writing ---------------------------------------------------------------------------------------
@@ -162,9 +219,15 @@ class Store:
                     future.set_result(None)
 
     async def _commit(self, batch: list[tuple[WriteFn, asyncio.Future[None]]]) -> None:
-        async with self.engine.begin() as conn:
-            for fn, _ in batch:
-                await fn(conn)
+        fns = [fn for fn, _ in batch]
+        if self._thread is not None:
+            sync_conn = self._sync_conn
+            assert sync_conn is not None
+            await asyncio.get_running_loop().run_in_executor(self._thread, _transaction, sync_conn, fns)
+        else:
+            conn = self._conn
+            assert conn is not None
+            await conn.run_sync(_transaction, fns)
         self.commits += 1
         if len(batch) == 1:
             future = batch[0][1]
@@ -174,14 +237,14 @@ class Store:
     def insert_table(self, row: TableRow) -> asyncio.Future[None]:
         """Store a new table and its seats."""
 
-        async def fn(conn: AsyncConnection) -> None:
-            await conn.execute(
+        def fn(conn: Connection) -> None:
+            conn.execute(
                 schema.tables.insert().values(
                     id=row.id, game=row.game, options=row.options, status=row.status, seed=row.seed,
                     grace_seconds=row.grace_seconds, created=row.created,
                 )
             )
-            await conn.execute(
+            conn.execute(
                 schema.seats.insert(),
                 [
                     {"table_id": row.id, "seat": s.seat, "kind": s.kind, "name": s.name, "bot": s.bot,
@@ -195,8 +258,8 @@ class Store:
     def update_seat(self, table_id: str, seat: SeatRow) -> asyncio.Future[None]:
         """Store a seat's new kind, name, token hash or ``left`` mark."""
 
-        async def fn(conn: AsyncConnection) -> None:
-            await conn.execute(
+        def fn(conn: Connection) -> None:
+            conn.execute(
                 update(schema.seats)
                 .where(schema.seats.c.table_id == table_id, schema.seats.c.seat == seat.seat)
                 .values(kind=seat.kind, name=seat.name, bot=seat.bot, token_hash=seat.token_hash,
@@ -211,19 +274,19 @@ class Store:
     ) -> asyncio.Future[None]:
         """Store a table's status (``open``, ``playing``, ``finished``) and, at the end, totals and winners."""
 
-        async def fn(conn: AsyncConnection) -> None:
+        def fn(conn: Connection) -> None:
             values: dict[str, Any] = {"status": status}
             if finished is not None:
                 values.update(finished=finished, hands=hands_played, totals=totals, winners=winners)
-            await conn.execute(update(schema.tables).where(schema.tables.c.id == table_id).values(**values))
+            conn.execute(update(schema.tables).where(schema.tables.c.id == table_id).values(**values))
 
         return self.write(fn)
 
     def insert_hand(self, table_id: str, hand: int, deal: dict[str, Any]) -> asyncio.Future[None]:
         """Store hand number ``hand`` (from 0) with its deal."""
 
-        async def fn(conn: AsyncConnection) -> None:
-            await conn.execute(schema.hands.insert().values(table_id=table_id, hand=hand, deal=deal))
+        def fn(conn: Connection) -> None:
+            conn.execute(schema.hands.insert().values(table_id=table_id, hand=hand, deal=deal))
 
         return self.write(fn)
 
@@ -232,8 +295,14 @@ class Store:
     ) -> asyncio.Future[None]:
         """Append actions ``(index, seat, ms, action)`` to hand ``hand``."""
 
-        async def fn(conn: AsyncConnection) -> None:
-            await conn.execute(
+        sql = self._insert_actions_sql
+
+        def fn(conn: Connection) -> None:
+            if sql is not None:  # the hot path: a statement compiled once, parameters in column order
+                params = [(table_id, hand, i, s, ms, _json_dumps(a)) for i, s, ms, a in rows]
+                conn.exec_driver_sql(sql, params if len(params) > 1 else params[0])
+                return
+            conn.execute(
                 schema.actions.insert(),
                 [{"table_id": table_id, "hand": hand, "idx": i, "seat": s, "ms": ms, "action": a}
                  for i, s, ms, a in rows],
