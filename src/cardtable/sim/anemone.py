@@ -147,7 +147,8 @@ def summarize(results: Sequence[GameResult]) -> dict[str, BotStats]:
 
 
 def stats_table(stats: dict[str, BotStats], title: str) -> Table:
-    """A Rich table: win rate with its 95% interval, mean points and mean anemone cards per bot."""
+    """A Rich table per bot: seat-games played, win rate with its 95% Wilson interval, mean points and mean
+    anemone cards at the end of a game, and milliseconds per decision (mean and max)."""
     table = Table(title=title)
     for column in (
         "bot",
@@ -170,7 +171,7 @@ def stats_table(stats: dict[str, BotStats], title: str) -> Table:
             entry.spec,
             str(entry.games),
             f"{entry.win_rate:.1%}",
-            f"{low:.1%} - {high:.1%}",
+            f"{low:.1%}-{high:.1%}",
             f"{entry.points / entry.games:.1f}",
             f"{entry.anemones / entry.games:.2f}",
             think,
