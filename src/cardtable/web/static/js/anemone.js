@@ -104,7 +104,7 @@ export function mountTable(root, ctx) {
         seat === null ? h('span.badge', { text: t('table.spectating') }) : null),
       h('div.turninfo' + (view.turn === seat && !view.over ? '.mine' : ''), { text: turnText }),
       h('div.meta', {},
-        view.deck_count !== undefined && view.deck_count !== null ? h('span', { text: t('anemone.deck', { n: view.deck_count }) }) : null,
+        (view.players === 2 || view.deck_count > 0) && view.deck_count !== undefined && view.deck_count !== null ? h('span', { text: t('anemone.deck', { n: view.deck_count }) }) : null,
         view.supply !== undefined ? h('span', { text: t('anemone.supply', { n: view.supply }) }) : null,
         totals.length ? h('span', { text: t('table.totals_short', { totals: totals.join(' · ') }) }) : null));
   }
@@ -203,7 +203,7 @@ export function mountTable(root, ctx) {
       showHandOver(msg);
       results = [...results.slice(0, msg.hand), { scores: msg.scores, ended: msg.ended }];
       drawScores();
-      if (view) drawBar();
+      render();
     },
     warning() {},
     table(tb) { table = tb; if (view) drawBar(); },
