@@ -148,22 +148,14 @@ def summarize(results: Sequence[GameResult]) -> dict[str, BotStats]:
 
 def stats_table(stats: dict[str, BotStats], title: str) -> Table:
     """A Rich table per bot: seat-games played, win rate with its 95% Wilson interval, mean points and mean
-    anemone cards at the end of a game, and milliseconds per decision (mean and max)."""
+    anemone cards at the end of a game, and milliseconds per decision (mean/max)."""
     table = Table(title=title)
-    for column in (
-        "bot",
-        "seat-games",
-        "win rate",
-        "95% interval",
-        "mean points",
-        "mean anemones",
-        "ms/move",
-    ):
+    for column in ("bot", "seats", "win rate", "95% CI", "points", "anemones", "ms/move"):
         table.add_column(column, justify="left" if column == "bot" else "right")
     for entry in stats.values():
         low, high = wilson(entry.wins, entry.games)
         think = (
-            f"{sum(entry.think_ms) / len(entry.think_ms):.0f} (max {max(entry.think_ms):.0f})"
+            f"{sum(entry.think_ms) / len(entry.think_ms):.0f}/{max(entry.think_ms):.0f}"
             if entry.think_ms
             else "-"
         )
