@@ -270,15 +270,16 @@ def _check_packs(packs: Any, layouts: int, jokers: bool) -> list[list[int]]:
         seen: set[int] = set()
         cards = []
         for i, code in enumerate(pack):
-            try:
-                card = Card.parse(code)
-            except ValueError as error:
-                raise ValueError(f"{where}[{i}]: {error}") from None
-            if card.is_joker and not jokers:
-                raise ValueError(f"{where}[{i}]: {card.code} but jokers are off")
-            local = _LOCAL_INDEX[card.code]
+            local = _LOCAL_INDEX.get(code, -1) if isinstance(code, str) else -1
+            if local < 0:  # not a canonical code: parse it (lower case, "T" for ten) or name the bad one
+                try:
+                    local = _LOCAL_INDEX[Card.parse(code).code]
+                except ValueError as error:
+                    raise ValueError(f"{where}[{i}]: {error}") from None
+            if local >= 52 and not jokers:
+                raise ValueError(f"{where}[{i}]: {_LOCAL_CODES[local]} but jokers are off")
             if local in seen:
-                raise ValueError(f"{where}: {card.code} twice")
+                raise ValueError(f"{where}: {_LOCAL_CODES[local]} twice")
             seen.add(local)
             cards.append(p * 64 + local)
         if len(cards) != size:
