@@ -106,7 +106,7 @@ export function mountTable(root, ctx) {
       h('div.meta', {},
         (view.players === 2 || view.deck_count > 0) && view.deck_count !== undefined && view.deck_count !== null ? h('span', { text: t('anemone.deck', { n: view.deck_count }) }) : null,
         view.supply !== undefined ? h('span', { text: t('anemone.supply', { n: view.supply }) }) : null,
-        totals.length ? h('span', { text: t('table.totals_short', { totals: totals.join(' · ') }) }) : null));
+        totals.length ? h('span.totalsbar', { text: t('table.totals_short', { totals: totals.join(' · ') }) }) : null));
   }
 
   function myAnemones() { return ((view.anemones || [])[seat] || []); }

@@ -30,9 +30,10 @@ export function showHowto(main, game) {
   }
   const illus = game === 'anemone'
     ? h('div.suitkey', {}, h('h3', { text: t('howto.anemone.suits') }),
-      h('div.suitrow', {}, Object.entries(CREATURE_SUITS).map(([s, info]) => h('div.suitcell', {},
-        creatureCard(`${s === 'A' ? 3 : s === 'B' ? 5 : s === 'C' ? 8 : 7}${s}`),
-        h('span', {}, suitSymbol(s), ` ${s} · ${t(`creature.${info.creature}`)} · ${t(`colour.${info.creature}`)}`)))),
+      h('div.suitgrid', {}, Object.entries(CREATURE_SUITS).map(([s, info], i) => h('div.suitcell', {},
+        creatureCard(`${[3, 5, 8, 7, 2, 10][i]}${s}`),
+        h('span.sname', {}, suitSymbol(s), ` ${s} · ${t(`creature.${info.creature}`)}`),
+        h('span.scol', { text: t(`colour.${info.creature}`) })))),
       h('div.suitrow', {}, anemoneChip(1), anemoneChip(2), h('span.muted', { text: t('howto.anemone.chips') })))
     : h('div.suitkey', {}, h('div.suitrow', {}, ['AS', '2H', '3S', 'KD', 'QC'].map((c, i) => standardCard(c, { pack: i % 2 }))),
       h('p.muted', { text: t('howto.nerts.cards_note') }));

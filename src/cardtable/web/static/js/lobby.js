@@ -155,7 +155,11 @@ function tableRow(tb, kind) {
   }
   let extra = '';
   if (kind === 'finished' && tb.totals) {
-    extra = t('lobby.totals', { totals: tb.totals.join(' – ') });
+    extra = t('lobby.totals', { totals: tb.totals.join(' · ') });
+    if (tb.winners && tb.winners.length) {
+      const names = tb.winners.map((s) => tb.seats?.[s]?.name || t('seat.player', { n: s + 1 }));
+      extra += ' · ' + t('table.winner', { names: names.join(', ') });
+    }
   }
   return h('li.table-row', { dataset: { table: tb.id } },
     h('div.tinfo', {}, h('strong', { text: gameTitle(tb.game) }), h('span.tseats', { text: seats }),

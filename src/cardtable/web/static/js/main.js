@@ -22,15 +22,15 @@ function header() {
     'aria-label': t('nav.language'),
     onchange: async (e) => { await setLanguage(e.target.value); route(); },
   }, LANGS.map((code) => h('option', { value: code, selected: code === currentLanguage(), text: t(`lang.${code}`) })));
-  const link = (href, key) => h('a', {
+  const link = (href, key, cls = '') => h('a' + cls, {
     href, text: t(key),
     onclick: (e) => { if (e.button === 0 && !e.ctrlKey && !e.metaKey) { e.preventDefault(); navigate(href); } },
   });
   return h('header.top', {},
     h('a.brand', { href: '/', onclick: (e) => { e.preventDefault(); navigate('/'); } },
       h('span.logo', { 'aria-hidden': 'true', text: '♠♥' }), t('app.title')),
-    h('nav', {}, link('/', 'nav.lobby'), link('/?howto=nerts', 'nav.howto_nerts'),
-      link('/?howto=anemone', 'nav.howto_anemone'),
+    h('nav', {}, link('/', 'nav.lobby'), link('/?howto=nerts', 'nav.howto_nerts', '.long'),
+      link('/?howto=anemone', 'nav.howto_anemone', '.long'), link('/?howto=nerts', 'nav.rules', '.short'),
       h('label.langpick', {}, h('span.sr', { text: t('nav.language') }), langSel)));
 }
 

@@ -45,8 +45,18 @@ export function showReplay(main, id) {
   const board = h('div.rboard');
   const info = h('div.rinfo', { 'aria-live': 'polite' });
   const slider = h('input#replay-slider', { type: 'range', min: '0', value: '0', 'aria-label': t('replay.position') });
-  const btn = (label, key, f, id) => h(`button#${id}`, { type: 'button', title: t(key), 'aria-label': t(key), onclick: f }, label);
-  const playBtn = btn('▶', 'replay.play_pause', () => togglePlay(), 'replay-play');
+  const ICONS = {
+    first: '<rect x="2" y="4" width="3" height="16"/><polygon points="13,4 13,20 5,12"/><polygon points="22,4 22,20 14,12"/>',
+    back: '<rect x="4" y="4" width="3" height="16"/><polygon points="19,4 19,20 8,12"/>',
+    play: '<polygon points="6,4 6,20 20,12"/>',
+    pause: '<rect x="5" y="4" width="5" height="16"/><rect x="14" y="4" width="5" height="16"/>',
+    forward: '<polygon points="5,4 5,20 16,12"/><rect x="17" y="4" width="3" height="16"/>',
+    last: '<polygon points="2,4 2,20 10,12"/><polygon points="11,4 11,20 19,12"/><rect x="19" y="4" width="3" height="16"/>',
+  };
+  const icon = (name) => { const s = h('span.ico'); s.innerHTML = `<svg viewBox="0 0 24 24" aria-hidden="true">${ICONS[name]}</svg>`; return s; };
+  const btn = (name, key, f, id) => h(`button#${id}`, { type: 'button', title: t(key), 'aria-label': t(key), onclick: f }, icon(name));
+  const playBtn = btn('play', 'replay.play_pause', () => togglePlay(), 'replay-play');
+  const setPlayIcon = (name) => playBtn.replaceChildren(icon(name));
 
   function show(n, animate = true) {
     i = Math.max(0, Math.min(steps.length - 1, n));
@@ -61,9 +71,9 @@ export function showReplay(main, id) {
   }
 
   function togglePlay() {
-    if (playing) { clearInterval(playing); playing = null; playBtn.textContent = '▶'; return; }
+    if (playing) { clearInterval(playing); playing = null; setPlayIcon('play'); return; }
     if (i >= steps.length - 1) show(0, false);
-    playBtn.textContent = '❚❚';
+    setPlayIcon('pause');
     playing = setInterval(() => {
       if (i >= steps.length - 1) { togglePlay(); return; }
       show(i + 1);
@@ -89,11 +99,11 @@ export function showReplay(main, id) {
     fill(main,
       h('div.rhead', {}, h('h2', { text: t('replay.title', { game: gameTitle(game) }) }),
         h('div.controls', {},
-          btn('⏮', 'replay.first', () => show(0), 'replay-first'),
-          btn('◀', 'replay.back', () => show(i - 1), 'replay-back'),
+          btn('first', 'replay.first', () => show(0), 'replay-first'),
+          btn('back', 'replay.back', () => show(i - 1), 'replay-back'),
           playBtn,
-          btn('▶|', 'replay.forward', () => show(i + 1), 'replay-forward'),
-          btn('⏭', 'replay.last', () => show(steps.length - 1), 'replay-last')),
+          btn('forward', 'replay.forward', () => show(i + 1), 'replay-forward'),
+          btn('last', 'replay.last', () => show(steps.length - 1), 'replay-last')),
         slider, info),
       board,
       h('p', {}, h('button', { type: 'button', text: t('nav.lobby'), onclick: () => navigate('/') })));
