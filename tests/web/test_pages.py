@@ -154,7 +154,7 @@ def _english_phrases(lang: str) -> list[str]:
 
 @pytest.mark.parametrize("lang", ["ko", "ja"])
 def test_no_english_left_in_korean_and_japanese(browser: Browser, server: str, finished: dict[str, str],
-                                                lang: str) -> None:
+                                                screenshots: Path, lang: str) -> None:
     phrases = _english_phrases(lang)
     assert len(phrases) > 150
     ctx = browser.new_context(viewport={"width": 1280, "height": 720}, locale={"ko": "ko-KR", "ja": "ja-JP"}[lang])
@@ -169,6 +169,7 @@ def test_no_english_left_in_korean_and_japanese(browser: Browser, server: str, f
                                ".map(e => [e.title, e.getAttribute('aria-label'), e.placeholder].join(' '))")
         left = [p for p in phrases if any(p in t for t in titles)]
         assert not left, f"{name} in {lang} has English tooltips or labels: {left}"
+        page.screenshot(path=str(screenshots / f"{name}-{lang}-1280x720.png"))
     ctx.close()
 
 
@@ -183,3 +184,31 @@ def test_language_switcher(page: Page, server: str) -> None:
     expect(page.locator("#create")).to_have_text("테이블 만들기")
     page.select_option("#lang", "en")
     expect(page.locator("#create")).to_have_text("Create the table")
+
+
+def test_watch_a_table(page: Page, server: str) -> None:
+    tid, _seat, _token = _live_table(server, "nerts")
+    page.goto(f"{server}/?table={tid}&watch=1")
+    page.wait_for_selector(".nboard.spectating")
+    expect(page.locator(".layout.mine")).to_have_count(0)
+    expect(page.locator(".layout.other")).to_have_count(4)
+    expect(page.locator(".nbar .badge", has_text="Watching")).to_be_visible()
+    expect(page.locator("#flip")).to_have_count(0)
+    v = page.evaluate("window.__ct.v")
+    page.wait_for_function("v => window.__ct.v > v", arg=v, timeout=15000)  # the bots play on, live
+    assert page.evaluate("window.__ct.seat") is None
+    assert page.evaluate("window.__ct.legal.length") == 0
+
+
+def test_reconnects_after_losing_the_connection(page: Page, server: str) -> None:
+    tid, seat, token = _live_table(server, "anemone")
+    sit(page, server, tid, seat, token)
+    page.wait_for_selector(".anemone-table .myhand")
+    hand = page.evaluate("window.__ct.view.hand")
+    page.evaluate("window.__ctConn.ws.close()")  # as if the network dropped
+    expect(page.locator(".connstatus.closed, .connstatus.connecting")).to_be_visible(timeout=3000)
+    expect(page.locator(".connstatus.open")).to_be_attached(timeout=10000)
+    page.wait_for_function("() => window.__ct.status === 'open' && window.__ct.view")
+    assert page.evaluate("window.__ct.seat") == seat
+    assert page.evaluate("window.__ct.view.hand") == hand
+    expect(page.locator(".handcards .ccard")).to_have_count(len(hand))

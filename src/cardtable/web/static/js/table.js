@@ -125,6 +125,7 @@ export function showTable(main, id, { watch = false } = {}) {
       error(msg) { console.warn('server error', msg.reason); },
     };
     conn = new TableConnection(id, token, handlers);
+    Object.defineProperty(window, '__ctConn', { value: conn, configurable: true, writable: true });
   }
 
   if (mine) {
