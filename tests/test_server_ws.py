@@ -412,3 +412,18 @@ def test_unknown_table_socket_says_so(client: TestClient) -> None:
     with client.websocket_connect("/ws/tables/nope") as ws:
         message = ws.receive_json()
         assert message["type"] == "error" and "nope" in message["reason"]
+
+
+def test_a_searching_bot_plays_from_the_process_pool(client: TestClient) -> None:
+    made = create(client, "anemone", {"players": 2, "rounds": 1},
+                  [{"kind": "open"}, {"kind": "bot", "bot": "ismcts:easy"}])
+    tid = made["table"]["id"]
+    person = Player(client, tid, made["token"], first_legal, finished)
+    person.start()
+    time.sleep(0.3)
+    assert client.post(f"/api/tables/{tid}/start", json={"token": made["token"]}).status_code == 200
+    person.join(120)
+    assert not person.is_alive() and person.error is None, repr(person.error)
+    record = client.get(f"/api/tables/{tid}/record").json()
+    assert record["seats"][1]["bot"] == "ismcts:easy"
+    assert sum(1 for a in record["hands"][0]["actions"] if a["seat"] == 1) >= 5

@@ -13,9 +13,11 @@ import logging
 import multiprocessing
 import random
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, Any
 
 from cardtable import bots
+from cardtable.engine import Action, View
 
 if TYPE_CHECKING:
     from cardtable.server.table import Table
@@ -49,6 +51,19 @@ def shutdown_pool() -> None:
 
 def _seat_rng(table: Table, seat: int) -> random.Random:
     return random.Random(f"{table.row.seed}:{table.id}:{seat}")
+
+
+async def _run_pooled(game: str, spec: str, seed: int, view: View, legal: list[Action]) -> Action | None:
+    """One choice of a searching bot in the process pool; in a thread if the pool cannot run (broken, or the main
+    module cannot be imported by a spawned process)."""
+    global _pool
+    loop = asyncio.get_running_loop()
+    try:
+        return await loop.run_in_executor(get_pool(), bots.run_bot, game, spec, seed, view, legal)
+    except (BrokenProcessPool, OSError):
+        log.exception("the bot process pool failed; this choice runs in a thread")
+        shutdown_pool()
+        return await asyncio.to_thread(bots.run_bot, game, spec, seed, view, legal)
 
 
 async def drive_seat(table: Table, seat: int, spec: str) -> None:
@@ -94,9 +109,7 @@ async def _drive(table: Table, seat: int, spec: str) -> None:
             continue
         action: Any
         if bot is None:
-            action = await loop.run_in_executor(
-                get_pool(), bots.run_bot, table.game, spec, rng.randrange(2**31), view, legal
-            )
+            action = await _run_pooled(table.game, spec, rng.randrange(2**31), view, legal)
         else:
             action = bot.choose(view, legal)
         if action is None:
