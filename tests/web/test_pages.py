@@ -212,3 +212,38 @@ def test_reconnects_after_losing_the_connection(page: Page, server: str) -> None
     assert page.evaluate("window.__ct.seat") == seat
     assert page.evaluate("window.__ct.view.hand") == hand
     expect(page.locator(".handcards .ccard")).to_have_count(len(hand))
+
+
+def test_phone_taps_flip_and_send_a_card_to_a_foundation(browser: Browser, server: str) -> None:
+    ctx = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    page = ctx.new_page()
+    tid, seat, token = _live_table(server, "nerts")
+    sit(page, server, tid, seat, token)
+    page.wait_for_selector(".layout.mine")
+    deadline = time.monotonic() + 60
+    sent = False
+    while time.monotonic() < deadline and not sent:
+        st = page.evaluate("() => ({legal: window.__ct.legal, view: window.__ct.view})")
+        fits = [a for a in st["legal"] if a["type"] == "move" and a["to"].startswith("foundation") and "as" not in a]
+        if fits:
+            src = fits[0]["from"]
+            card = page.locator(f'.layout.mine .pile[data-pile="{src}"] .card[data-card]').last
+            code = card.get_attribute("data-card", timeout=1000)
+            box = card.bounding_box(timeout=1000)
+            if box:
+                page.touchscreen.tap(box["x"] + box["width"] / 2, box["y"] + box["height"] / 3)
+                try:
+                    page.wait_for_function(
+                        "c => window.__ct.view.foundations.some(f => f.cards.some(x => x.card === c && x.pack === 0))",
+                        arg=code, timeout=3000)
+                    sent = True
+                except Exception:
+                    pass
+            continue
+        stock = page.locator(".layout.mine .pile.stock").bounding_box()
+        assert stock
+        v = page.evaluate("window.__ct.v")
+        page.touchscreen.tap(stock["x"] + stock["width"] / 2, stock["y"] + stock["height"] / 3)
+        page.wait_for_function("v => window.__ct.v > v", arg=v, timeout=5000)
+    assert sent, "no card reached a foundation by tapping"
+    ctx.close()
