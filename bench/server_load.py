@@ -44,6 +44,25 @@ asyncio.run(main())
 """
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of process ``pid`` in seconds (Linux ``/proc``; 0.0 elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+async def measure_cpu(pids: dict[str, int], clock: Clock, out: dict[str, float]) -> None:
+    """Fill ``out`` with each process's CPU use (cores) over the measuring window."""
+    await asyncio.sleep(max(0.0, clock.start - time.monotonic()))
+    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    await asyncio.sleep(max(0.0, clock.end - time.monotonic()))
+    for name, pid in pids.items():
+        out[name] = (cpu_seconds(pid) - before[name]) / (clock.end - clock.start)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -226,11 +245,15 @@ async def run(args: argparse.Namespace) -> None:
 
         stats = Stats()
         clock = Clock(args.warmup + 2.0, duration)
-        await asyncio.gather(*(
-            table_client(port, tid, token, args.rate, clock, stats, random.Random(rng.random()))
-            for tid, tokens in tables for token in tokens
-        ))
+        cpu: dict[str, float] = {}
+        await asyncio.gather(
+            measure_cpu({"server": server.pid, "clients": os.getpid()}, clock, cpu),
+            *(table_client(port, tid, token, args.rate, clock, stats, random.Random(rng.random()))
+              for tid, tokens in tables for token in tokens),
+        )
         server_figures = summary("cardtable server", stats, duration)
+        print(f"CPU over the window: server {cpu.get('server', 0):.2f} cores, clients {cpu.get('clients', 0):.2f} "
+              f"cores (of {os.cpu_count()}); load average {os.getloadavg()[0]:.1f}")
 
         echo_stats = Stats()
         clock = Clock(args.warmup, duration)
