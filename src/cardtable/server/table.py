@@ -291,10 +291,11 @@ class Table:
                 clock = state.clock_action()
                 if clock is None or clock[1] != play.action or state.is_over:
                     continue
-                ms = max(self.now_ms(), self.last_ms, clock[0])
-                if self.now_ms() + 5 < clock[0]:
+                if self.now_ms() + 5 < clock[0]:  # woken early: set the timer again
                     self._clock_key = None
+                    self._schedule_clock()
                     continue
+                ms = max(self.now_ms(), self.last_ms, clock[0])
             else:
                 ms = max(self.now_ms(), self.last_ms)
             try:
