@@ -90,7 +90,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, db: str | None = None) -> N
     gc.freeze()
     gc.set_threshold(50_000, 50, 100)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    uvicorn.run(create_app(db), host=host, port=port, log_level="warning", ws_max_size=64 * 1024)
+    uvicorn.run(create_app(db), host=host, port=port, log_level="warning", ws_max_size=1024 * 1024)
 
 
 def main(argv: list[str] | None = None) -> None:
