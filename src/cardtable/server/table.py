@@ -279,7 +279,10 @@ class Table:
 
     async def _apply_batch(self, batch: list[Play]) -> None:
         rows: list[tuple[int, int | None, int, dict[str, Any]]] = []
-        accepted: list[tuple[Play, int, dict[int | None, str]]] = []
+        # Each update is made at its own version, just before the next action is applied; the last one after the
+        # commit, once its ack is out (the state cannot change while the owner waits for the commit).
+        accepted: list[tuple[Play, int, list[Event]]] = []
+        texts: dict[int, dict[int | None, str]] = {}
         rejected: list[tuple[Play, str]] = []
         hand = self.hand_index
         for play in batch:
@@ -298,6 +301,8 @@ class Table:
                 ms = max(self.now_ms(), self.last_ms, clock[0])
             else:
                 ms = max(self.now_ms(), self.last_ms)
+            if accepted and accepted[-1][1] not in texts:
+                texts[accepted[-1][1]] = self._updates(state, accepted[-1][2], accepted[-1][1])
             try:
                 events = state.apply(play.seat, play.action, ms)
             except ValueError as error:
@@ -307,7 +312,7 @@ class Table:
             rows.append((self.n_actions, play.seat, ms, dict(play.action)))
             self.n_actions += 1
             self.version += 1
-            accepted.append((play, self.version, self._updates(state, events, self.version)))
+            accepted.append((play, self.version, events))
         if rows:
             await self.store.insert_actions(self.id, hand, rows)
         for play, reason in rejected:
@@ -315,12 +320,14 @@ class Table:
                 play.peer.send_message({"type": "reject", "seq": play.seq, "reason": reason})
             if play.future is not None and not play.future.done():
                 play.future.set_result((False, reason))
-        for play, version, texts in accepted:
+        for play, version, events in accepted:
             if play.peer is not None:
                 play.peer.send_message({"type": "ack", "seq": play.seq, "v": version})
             if play.future is not None and not play.future.done():
                 play.future.set_result((True, version))
-            self._send_by_seat(texts)
+            if version not in texts and self.state is not None:
+                texts[version] = self._updates(self.state, events, version)
+            self._send_by_seat(texts[version])
         if accepted:
             if self.state is not None and self.state.is_over:
                 await self._end_hand()
