@@ -6,7 +6,6 @@ quick bots and a short pause between hands. Tests are marked ``browser``.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -92,14 +91,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
-
-
-def api(base: str, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-    """Call the lobby API; returns the decoded JSON answer (raises on an HTTP error)."""
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(base + path, data=data, method=method, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=10) as res:
-        return json.loads(res.read() or b"null")
 
 
 @pytest.fixture(scope="session")

@@ -11,9 +11,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
-
-from conftest import api
-from webhelpers import sit
+from webhelpers import api, sit
 
 pytestmark = pytest.mark.browser
 

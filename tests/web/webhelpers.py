@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import urllib.request
 from typing import Any
 
 from playwright.sync_api import Locator, Page
@@ -39,3 +41,11 @@ def sit(page: Page, base: str, table_id: str, seat: int, token: str) -> None:
     page.evaluate("([id, seat, token]) => localStorage.setItem(`ct.seat.${id}`, JSON.stringify({seat, token}))",
                   [table_id, seat, token])
     page.goto(f"{base}/?table={table_id}")
+
+
+def api(base: str, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    """Call the lobby API; returns the decoded JSON answer (raises on an HTTP error)."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(base + path, data=data, method=method, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as res:
+        return json.loads(res.read() or b"null")

@@ -118,7 +118,7 @@ export function mountTable(root, ctx) {
     const myTurn = view.turn === seat && !view.over;
     const playable = new Set(view.playable || []);
     const discarding = !!view.must_discard && myTurn;
-    const hint = !myTurn ? t('anemone.wait_turn') : discarding ? t('anemone.must_discard') : t('anemone.choose_card');
+    const hint = view.over ? t('anemone.hand_finished') : !myTurn ? t('anemone.wait_turn') : discarding ? t('anemone.must_discard') : t('anemone.choose_card');
     fill(handBox,
       h('div.handhead', {},
         h('h3', { text: t('anemone.your_hand') }),

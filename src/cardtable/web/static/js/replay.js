@@ -5,6 +5,7 @@ import { api } from './api.js';
 import { renderNertsBoard } from './nerts.js';
 import { renderAnemoneBoard } from './anemone.js';
 import { gameTitle } from './lobby.js';
+import { CREATURE_SUITS, SUIT_SYMBOL } from './cards.js';
 import { navigate } from './main.js';
 
 export function pileName(p) {
@@ -16,6 +17,14 @@ export function pileName(p) {
   return p;
 }
 
+/** A card code as words: `7C` -> "7 Octopus", `QH` -> "Q♥". */
+export function cardLabel(code) {
+  if (!code) return '';
+  const suit = code.slice(-1);
+  if (/^\d+[A-F]$/.test(code)) return `${code.slice(0, -1)} ${t(`creature.${CREATURE_SUITS[suit].creature}`)}`;
+  return SUIT_SYMBOL[suit] ? `${code.slice(0, -1)}${SUIT_SYMBOL[suit]}` : code;
+}
+
 export function describeAction(step, names) {
   const a = step.action;
   if (!a) return t('replay.deal', { n: step.hand + 1 });
@@ -24,9 +33,9 @@ export function describeAction(step, names) {
     case 'move': return t('replay.move', { who, from: pileName(a.from), to: pileName(a.to), n: a.count || 1 });
     case 'under': return t('replay.under', { who, from: pileName(a.from), to: pileName(a.to) });
     case 'play': return (a.anemones || []).length
-      ? t('replay.play_with', { who, card: a.card, anemones: a.anemones.map((f) => `+${f}`).join(' ') })
-      : t('replay.play', { who, card: a.card });
-    case 'discard': return t('replay.discard', { who, card: a.card });
+      ? t('replay.play_with', { who, card: cardLabel(a.card), anemones: a.anemones.map((f) => `+${f}`).join(' ') })
+      : t('replay.play', { who, card: cardLabel(a.card) });
+    case 'discard': return t('replay.discard', { who, card: cardLabel(a.card) });
     case 'end_hand': return t('replay.end_hand', { reason: a.reason ? t(`ended.${a.reason}`) : '' });
     case 'flip': case 'stuck': case 'cycle': case 'nerts': case 'rotate':
       return t(`replay.${a.type}`, { who });
