@@ -245,3 +245,15 @@ def test_phone_taps_flip_and_send_a_card_to_a_foundation(browser: Browser, serve
         page.wait_for_function("v => window.__ct.v > v", arg=v, timeout=5000)
     assert sent, "no card reached a foundation by tapping"
     ctx.close()
+
+
+def test_stall_warning_shows(page: Page, server: str) -> None:
+    res = api(server, "POST", "/api/tables", {"game": "nerts", "options": {"players": 1, "stall_seconds": 10},
+                                             "seats": [{"kind": "open"}], "name": "ana", "seed": 5})
+    tid, seat, token = res["table"]["id"], res["seat"], res["token"]
+    api(server, "POST", f"/api/tables/{tid}/start", {"token": token})
+    sit(page, server, tid, seat, token)
+    page.wait_for_selector(".layout.mine")
+    warning = page.locator(".stallwarn.show")
+    expect(warning).to_be_visible(timeout=15000)
+    expect(warning).to_contain_text("every stock turns over")
