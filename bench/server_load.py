@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import msgspec
 import websockets
 
 ECHO_SERVER = """
@@ -95,6 +96,17 @@ async def wait_port(port: int, timeout: float = 30.0) -> None:
     raise SystemExit(f"nothing listens on {port}")
 
 
+class Incoming(msgspec.Struct):
+    """The fields of a server message a scripted client reads (the rest, views included, are skipped unparsed)."""
+
+    type: str
+    seq: int | None = None
+    legal: list[dict[str, Any]] | None = None
+
+
+_decode = msgspec.json.Decoder(Incoming).decode
+
+
 @dataclass
 class Stats:
     """Latencies in ms of acknowledged actions (or echoes) and counts, over the measuring window."""
@@ -145,15 +157,15 @@ async def table_client(port: int, tid: str, token: str, rate: float, clock: Cloc
         async def reader() -> None:
             nonlocal legal
             async for raw in ws:
-                message = json.loads(raw)
-                kind = message["type"]
+                message = _decode(raw)
+                kind = message.type
                 now = time.monotonic()
                 if kind in ("update", "snapshot"):
-                    legal = message["legal"]
+                    legal = message.legal or []
                     if clock.measuring(now):
                         stats.updates += 1
-                elif kind in ("ack", "reject"):
-                    t0 = sent.pop(message["seq"], None)
+                elif kind in ("ack", "reject") and message.seq is not None:
+                    t0 = sent.pop(message.seq, None)
                     if t0 is not None and clock.measuring(t0):
                         (stats.acks if kind == "ack" else stats.rejects).append((now - t0) * 1000.0)
                 elif kind == "error" and clock.measuring(now):
@@ -183,8 +195,8 @@ async def echo_client(port: int, rate: float, size: int, clock: Clock, stats: St
 
         async def reader() -> None:
             async for raw in ws:
-                message = json.loads(raw)
-                t0 = sent.pop(message["seq"], None)
+                message = _decode(raw)
+                t0 = sent.pop(message.seq, None)
                 now = time.monotonic()
                 if t0 is not None and clock.measuring(t0):
                     stats.acks.append((now - t0) * 1000.0)
