@@ -257,3 +257,12 @@ def test_stall_warning_shows(page: Page, server: str) -> None:
     warning = page.locator(".stallwarn.show")
     expect(warning).to_be_visible(timeout=15000)
     expect(warning).to_contain_text("every stock turns over")
+
+
+def test_a_finished_table_offers_its_replay(page: Page, server: str, finished: dict[str, str]) -> None:
+    page.goto(f"{server}/?table={finished['nerts']}")
+    bar = page.locator(".finishedbar")
+    expect(bar).to_contain_text("This game is over.")
+    bar.get_by_role("button", name="Replay").click()
+    expect(page).to_have_url(re.compile(r"\?replay="))
+    expect(page.locator("#replay-slider")).to_be_visible()

@@ -76,6 +76,15 @@ export function showTable(main, id, { watch = false } = {}) {
   const statusEl = h('div.connstatus', { 'aria-live': 'polite' });
   const body = h('div.tablebody');
 
+  function showFinished(tb) {
+    main.querySelector('.finishedbar')?.remove();
+    if (tb?.status !== 'finished') return;
+    main.prepend(h('div.finishedbar', {},
+      h('span', { text: t('table.finished_note') }),
+      h('button', { type: 'button', text: t('lobby.replay'), onclick: () => navigate(`/?replay=${encodeURIComponent(id)}`) }),
+      h('button', { type: 'button', text: t('nav.lobby'), onclick: () => navigate('/') })));
+  }
+
   function connect(token) {
     fill(main, statusEl, body);
     fill(body, h('p.muted.center', { text: t('common.connecting') }));
@@ -110,6 +119,7 @@ export function showTable(main, id, { watch = false } = {}) {
         }
         // updates that arrived while the module loaded are already in state: show the latest
         game.snapshot({ ...msg, view: state.view, legal: state.legal, v: state.v });
+        showFinished(table);
       },
       update(msg) {
         Object.assign(state, { view: msg.view, legal: msg.legal || [], v: msg.v });
@@ -117,6 +127,7 @@ export function showTable(main, id, { watch = false } = {}) {
       },
       table(msg) {
         table = msg.table; state.table = table;
+        showFinished(table);
         if (!state.view) waitingRoom(body, id, table, seat, token);
         game?.table(msg.table);
       },
