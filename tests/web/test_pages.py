@@ -70,6 +70,16 @@ def _pages(page: Page, server: str, finished: dict[str, str]):  # type: ignore[n
         page.goto(f"{server}/?howto={game}")
         page.wait_for_selector("section.rules")
         yield f"howto-{game}"
+    res = api(server, "POST", "/api/tables", {"game": "anemone", "options": {"players": 3},
+                                             "seats": [{"kind": "open"}, {"kind": "open"}, {"kind": "bot", "bot": "random"}],
+                                             "name": "ana"})
+    sit(page, server, res["table"]["id"], res["seat"], res["token"])
+    page.wait_for_selector(".waiting #invite")
+    yield "waiting-room"
+    page.evaluate("localStorage.clear()")
+    page.goto(f"{server}/?table={res['table']['id']}")
+    page.wait_for_selector("#join-name")
+    yield "join"
     tid, seat, token = _live_table(server, "nerts")
     sit(page, server, tid, seat, token)
     page.wait_for_selector(".layout.mine")
@@ -104,7 +114,7 @@ def test_screenshots_of_every_page(browser: Browser, server: str, finished: dict
         assert overflow <= 1, f"{name} is {overflow}px wider than the window at {width}x{height}"
         page.screenshot(path=str(screenshots / f"{name}-{width}x{height}.png"))
         names.append(name)
-    assert names == ["lobby", "howto-nerts", "howto-anemone", "nerts-table", "anemone-table", "replay-nerts",
+    assert names == ["lobby", "howto-nerts", "howto-anemone", "waiting-room", "join", "nerts-table", "anemone-table", "replay-nerts",
                      "replay-anemone"]
     assert not errors, errors
     ctx.close()
