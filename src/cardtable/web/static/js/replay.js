@@ -25,13 +25,28 @@ export function cardLabel(code) {
   return SUIT_SYMBOL[suit] ? `${code.slice(0, -1)}${SUIT_SYMBOL[suit]}` : code;
 }
 
-export function describeAction(step, names) {
+/** The cards a Nerts move or under takes, read from the view before it (bottom first). */
+function movedCards(prev, step) {
+  const a = step.action;
+  const lay = (prev?.layouts || []).find((l) => (l.seats || []).includes(step.seat));
+  if (!lay) return [];
+  if (a.from === 'nerts') return [lay.nerts?.top];
+  if (a.from === 'waste') return [lay.waste?.top];
+  const m = /^work:(\d+)$/.exec(a.from || '');
+  if (!m) return [];
+  const pile = lay.work[Number(m[1])] || [];
+  return pile.slice(pile.length - (a.count || 1));
+}
+
+export function describeAction(step, names, prev = null) {
   const a = step.action;
   if (!a) return t('replay.deal', { n: step.hand + 1 });
   const who = step.seat === null || step.seat === undefined ? t('replay.table') : (names[step.seat] ?? '');
   switch (a.type) {
-    case 'move': return t('replay.move', { who, from: pileName(a.from), to: pileName(a.to), n: a.count || 1 });
-    case 'under': return t('replay.under', { who, from: pileName(a.from), to: pileName(a.to) });
+    case 'move': case 'under': {
+      const cards = movedCards(prev, step).filter(Boolean).map(cardLabel).join(' ') || t('replay.a_card');
+      return t(`replay.${a.type}`, { who, card: cards, from: pileName(a.from), to: pileName(a.to) });
+    }
     case 'play': return (a.anemones || []).length
       ? t('replay.play_with', { who, card: cardLabel(a.card), anemones: a.anemones.map((f) => `+${f}`).join(' ') })
       : t('replay.play', { who, card: cardLabel(a.card) });
@@ -76,7 +91,7 @@ export function showReplay(main, id) {
     else fill(board, renderAnemoneBoard(step.view, names, { hands: step.hands || null }));
     if (animate) flipAfter(board, before, 200);
     fill(info, h('span.stepno', { text: t('replay.step', { n: i + 1, m: steps.length }) }), ' · ',
-      h('span', { text: t('table.hand_n', { n: step.hand + 1 }) }), ' · ', h('strong.what', { text: describeAction(step, names) }));
+      h('span', { text: t('table.hand_n', { n: step.hand + 1 }) }), ' · ', h('strong.what', { text: describeAction(step, names, i > 0 ? steps[i - 1].view : null) }));
   }
 
   function togglePlay() {
