@@ -203,6 +203,11 @@ export function mountTable(root, ctx) {
     const before = animate ? flipBefore(boardBox) : null;
     const v = displayView();
     fill(boardBox, renderNertsBoard(v, names(), { seat, live: true }));
+    if (drag?.started) {
+      // the board was redrawn mid-drag: keep the dragged cards hidden in their new elements
+      const els = drag.keys.map((k) => boardBox.querySelector(`.layout.mine [data-key="${CSS.escape(k)}"]`));
+      if (els.every(Boolean)) { drag.els = els; for (const el of els) el.classList.add('dragging'); }
+    }
     if (animate) flipAfter(boardBox, before);
     drawBar();
   }
@@ -278,6 +283,7 @@ export function mountTable(root, ctx) {
       el.classList.add('dragging');
     }
     drag.ghost = ghost;
+    drag.keys = drag.els.map((el) => el.dataset.key);
     drag.gx = r0.left; drag.gy = r0.top;
     document.body.append(ghost);
     document.body.classList.add('is-dragging');
