@@ -381,8 +381,12 @@ export function mountTable(root, ctx) {
 
   function onKey(e) {
     if (seat === null || !view || e.target.closest('input, textarea, select') || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.repeat) { if (e.key === ' ') e.preventDefault(); return; } // a held key must not flood the table
     const k = e.key.toLowerCase();
-    if (k === ' ') { e.preventDefault(); act({ type: 'flip' }); }
+    if (k === ' ') {
+      if (e.target.closest('button, summary, a')) return; // Space presses the focused button instead
+      e.preventDefault(); act({ type: 'flip' });
+    }
     else if (/^[1-9]$/.test(k)) sendToFoundation(`work:${Number(k) - 1}`);
     else if (k === 'n') sendToFoundation('nerts');
     else if (k === 'w') sendToFoundation('waste');
