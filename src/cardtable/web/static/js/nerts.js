@@ -450,7 +450,7 @@ export function mountTable(root, ctx) {
     },
     update(msg) {
       view = msg.view; legal = msg.legal || [];
-      if ((msg.events || []).some((e) => ['moved', 'move', 'under', 'rotate', 'rotated'].includes(e.type))) clearStall();
+      if ((msg.events || []).some((e) => ['moved', 'slid_under', 'rotated'].includes(e.type))) clearStall();
       render(true);
     },
     handOver(msg) {
