@@ -293,7 +293,13 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=3.0, help="seconds before measuring")
     parser.add_argument("--echo-size", type=int, default=60, help="padding of each echo message, in characters")
     parser.add_argument("--seed", type=int, default=1)
-    asyncio.run(run(parser.parse_args()))
+    args = parser.parse_args()
+    try:  # the server runs on uvloop (uvicorn's default when installed); so do the clients
+        import uvloop
+    except ImportError:
+        asyncio.run(run(args))
+    else:
+        uvloop.run(run(args))
 
 
 if __name__ == "__main__":
