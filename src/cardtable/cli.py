@@ -32,6 +32,8 @@ def serve(
     """Host tables for people and bots: the lobby and both games at http://HOST:PORT/."""
     from cardtable.server.app import serve as run_server
 
+    shown = f"[{host}]" if ":" in host else host
+    console.print(f"cardtable: open [bold]http://{shown}:{port}/[/bold] in your browser (Ctrl+C stops the server)")
     run_server(host=host, port=port, db=db)
 
 
