@@ -196,7 +196,7 @@ async def echo_client(port: int, rate: float, size: int, clock: Clock, stats: St
         async def reader() -> None:
             async for raw in ws:
                 message = _decode(raw)
-                t0 = sent.pop(message.seq, None)
+                t0 = sent.pop(message.seq or 0, None)
                 now = time.monotonic()
                 if t0 is not None and clock.measuring(t0):
                     stats.acks.append((now - t0) * 1000.0)

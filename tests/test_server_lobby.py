@@ -122,6 +122,7 @@ def test_leave_after_start_a_bot_plays_to_the_end(client: TestClient) -> None:
     for _ in range(400):
         if client.get(f"/api/tables/{tid}").json()["status"] == "finished":
             break
+        assert client.portal is not None
         client.portal.call(_sleep)
     finished = client.get("/api/finished").json()
     assert [t["id"] for t in finished] == [tid] and finished[0]["winners"]

@@ -105,7 +105,7 @@ class FakeMatch:
         return [i for i, t in enumerate(self.totals) if t == best]
 
 
-FAKE = GameInfo("nerts", "Fake", [OptionSpec("players", "int", 2, 1, 8)], FakeMatch)  # type: ignore[arg-type]
+FAKE = GameInfo("nerts", "Fake", [OptionSpec("players", "int", 2, 1, 8)], FakeMatch)
 
 
 @pytest.fixture

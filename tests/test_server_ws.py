@@ -111,15 +111,16 @@ def nerts_policy(legal: list[Message], _view: Message) -> Message | None:
 
 
 def finished(message: Message) -> bool:
-    return message["type"] == "table" and message["table"]["status"] == "finished"
+    return bool(message["type"] == "table" and message["table"]["status"] == "finished")
 
 
 def hand_over(message: Message) -> bool:
-    return message["type"] == "hand_over"
+    return bool(message["type"] == "hand_over")
 
 
 def load_row(client: TestClient, tid: str) -> TableRow:
     store = client.app.state.store  # type: ignore[attr-defined]
+    assert client.portal is not None
     rows: list[TableRow] = client.portal.call(functools.partial(store.load_tables, table_id=tid, with_hands=True))
     return rows[0]
 
