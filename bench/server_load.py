@@ -1,6 +1,6 @@
 """Load on the table server: N Nerts tables of 4 scripted WebSocket clients each, on loopback.
 
-Starts ``python -m cardtable.server.app`` on a free port with a temporary SQLite database, opens ``--tables``
+Starts ``python -m cardtable serve`` on a free port with a temporary SQLite database, opens ``--tables``
 four-seat Nerts tables, and connects four clients to each. Every client sends, ``--rate`` times a second (random
 phase), an action picked at random from the ``legal`` of its latest update, and times each until its ``ack`` (or
 ``reject``). In the same run, the same clients measure a bare WebSocket echo server (the ``websockets`` library,
@@ -244,7 +244,7 @@ async def run(args: argparse.Namespace) -> None:
     port, echo_port = free_port(), free_port()
     env = dict(os.environ, CARDTABLE_GRACE_SECONDS="3600")
     server = subprocess.Popen(
-        [sys.executable, "-m", "cardtable.server.app", "--port", str(port),
+        [sys.executable, "-m", "cardtable", "serve", "--port", str(port),
          "--db", f"sqlite+aiosqlite:///{tmp}/bench.db"], env=env)
     echo = subprocess.Popen([sys.executable, "-c", ECHO_SERVER, str(echo_port)])
     try:

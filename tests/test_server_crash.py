@@ -1,4 +1,4 @@
-"""Crash safety of cardtable.server: a real ``python -m cardtable.server.app`` is killed with SIGKILL and started
+"""Crash safety of cardtable.server: a real ``python -m cardtable serve`` is killed with SIGKILL and started
 again on the same database; every acknowledged action is in the record and play continues from the same state."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class Server:
     def start(self) -> None:
         env = dict(os.environ, CARDTABLE_ANEMONE_BOT_DELAY_MS="0", CARDTABLE_HAND_PAUSE="0.1")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cardtable.server.app", "--port", str(self.port),
+            [sys.executable, "-m", "cardtable", "serve", "--port", str(self.port),
              "--db", f"sqlite+aiosqlite:///{self.db}"],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )

@@ -1,6 +1,6 @@
 """Fixtures for the browser suite: Debian's Chromium driven by Playwright, and the real table server.
 
-The server runs as a subprocess (``python -m cardtable.server.app``) on a free port with a fresh SQLite file,
+The server runs as a subprocess (``python -m cardtable serve``) on a free port with a fresh SQLite file,
 quick bots and a short pause between hands. Tests are marked ``browser``.
 """
 
@@ -67,7 +67,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     })
     with open(log, "w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "cardtable.server.app", "--port", str(port), "--db", f"sqlite+aiosqlite:///{db}"],
+            [sys.executable, "-m", "cardtable", "serve", "--port", str(port), "--db", f"sqlite+aiosqlite:///{db}"],
             stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
         )
     base = f"http://127.0.0.1:{port}"

@@ -1,12 +1,11 @@
 """The ASGI app and ``serve``: FastAPI with the lobby (``/api``), the play socket (``/ws``) and the web client (``/``).
 
-``cardtable serve`` calls :func:`serve`. For tests and subprocesses: ``python -m cardtable.server.app --port N
---db URL``. Environment variables set server-wide knobs (see :func:`settings_from_env`).
+``cardtable serve`` (also ``python -m cardtable serve --port N --db URL``) calls :func:`serve`.
+Environment variables set server-wide knobs (see :func:`settings_from_env`).
 """
 
 from __future__ import annotations
 
-import argparse
 import gc
 import logging
 import os
@@ -92,17 +91,3 @@ def serve(host: str = "127.0.0.1", port: int = 8000, db: str | None = None) -> N
     gc.set_threshold(1_000, 20, 1_000)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     uvicorn.run(create_app(db), host=host, port=port, log_level="warning", ws_max_size=1024 * 1024)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """``python -m cardtable.server.app [--host H] [--port P] [--db URL]``."""
-    parser = argparse.ArgumentParser(prog="python -m cardtable.server.app", description=__doc__)
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--db", default=None, help="database URL (default: SQLite in the user's data folder)")
-    args = parser.parse_args(argv)
-    serve(args.host, args.port, args.db)
-
-
-if __name__ == "__main__":
-    main()
