@@ -3,8 +3,7 @@
 import { h, fill, toast, flipBefore, flipAfter } from './util.js';
 import { t } from './i18n.js';
 import { creatureCard, anemoneChip, parseCreature } from './cards.js';
-import { seatNames, scoreTable } from './nerts.js';
-import { navigate } from './main.js';
+import { seatNames, scoreTable, handOverDialog } from './scores.js';
 
 function sortHand(cards) {
   return [...cards].sort((a, b) => {
@@ -177,16 +176,11 @@ export function mountTable(root, ctx) {
     overlay?.remove();
     const n = names();
     const hist = [...results.slice(0, msg.hand), { scores: msg.scores, ended: msg.ended }];
-    const winners = msg.winners;
-    overlay = h('div.overlay', { role: 'dialog', 'aria-modal': 'true' },
-      h('div.dialog.handover', {},
-        h('h2', { text: winners ? t('table.match_over') : t('table.hand_over', { n: msg.hand + 1 }) }),
-        winners ? h('p.winner', { text: t('table.winner', { names: winners.map((s) => n[s]).join(', ') }) }) : null,
-        scoreTable(n, hist, msg.totals, msg.hand),
-        h('p.muted', { text: t('anemone.scoring_note') }),
-        h('div.row', {},
-          winners ? h('button.primary', { type: 'button', text: t('nav.lobby'), onclick: () => navigate('/') }) : null,
-          h('button' + (winners ? '' : '.primary') + '#continue', { type: 'button', text: winners ? t('common.close') : t('table.continue'), onclick: () => { overlay.remove(); overlay = null; } }))));
+    overlay = handOverDialog(msg, n, hist, {
+      note: t('anemone.scoring_note'),
+      noteBelow: true,
+      onClose: () => { overlay.remove(); overlay = null; },
+    });
     root.append(overlay);
   }
 

@@ -5,13 +5,9 @@
 import { h, fill, toast, flipBefore, flipAfter } from './util.js';
 import { t } from './i18n.js';
 import { standardCard, emptySlot, SUIT_SYMBOL } from './cards.js';
-import { navigate } from './main.js';
+import { seatNames, scoreTable, handOverDialog } from './scores.js';
 
 const clone = (x) => JSON.parse(JSON.stringify(x));
-
-export function seatNames(table) {
-  return (table?.seats || []).map((s) => s.name || (s.kind === 'open' ? t('seat.open') : t('seat.player', { n: s.seat + 1 })));
-}
 
 function layoutName(layout, names) {
   return (layout.seats || []).map((s) => names[s] ?? t('seat.player', { n: s + 1 })).join(' & ');
@@ -423,16 +419,10 @@ export function mountTable(root, ctx) {
     const n = names();
     const last = { scores: msg.scores, ended: msg.ended };
     const hist = results.length && results.length > msg.hand ? results : [...results, last];
-    const winners = msg.winners;
-    overlay = h('div.overlay', { role: 'dialog', 'aria-modal': 'true' },
-      h('div.dialog.handover', {},
-        h('h2', { text: winners ? t('table.match_over') : t('table.hand_over', { n: msg.hand + 1 }) }),
-        msg.ended ? h('p.muted', { text: t(`ended.${msg.ended}`) }) : null,
-        winners ? h('p.winner', { text: t('table.winner', { names: winners.map((s) => n[s]).join(', ') }) }) : null,
-        scoreTable(n, hist, msg.totals, msg.hand),
-        h('div.row', {},
-          winners ? h('button.primary', { type: 'button', text: t('nav.lobby'), onclick: () => navigate('/') }) : null,
-          h('button' + (winners ? '' : '.primary') + '#continue', { type: 'button', text: winners ? t('common.close') : t('table.continue'), onclick: () => { overlay.remove(); overlay = null; } }))));
+    overlay = handOverDialog(msg, n, hist, {
+      note: msg.ended ? t(`ended.${msg.ended}`) : null,
+      onClose: () => { overlay.remove(); overlay = null; },
+    });
     root.append(overlay);
   }
 
@@ -472,13 +462,4 @@ export function mountTable(root, ctx) {
       for (const g of document.querySelectorAll('.dragghost')) g.remove();
     },
   };
-}
-
-/** Scores per hand and totals, one column per seat. */
-export function scoreTable(names, results, totals, highlight = -1) {
-  return h('table.scores', {},
-    h('thead', {}, h('tr', {}, h('th', { text: t('table.hand') }), names.map((n) => h('th', { text: n })))),
-    h('tbody', {}, results.map((r, i) => h('tr' + (i === highlight ? '.hl' : ''), {}, h('td', { text: String(i + 1) }),
-      (r.scores || []).map((s) => h('td', { text: String(s) }))))),
-    h('tfoot', {}, h('tr', {}, h('th', { text: t('table.total') }), (totals || []).map((s) => h('th', { text: String(s) })))));
 }
