@@ -11,6 +11,11 @@ MODULES = [
     "cardtable.games",
     "cardtable.bots",
     "cardtable.sim.runner",
+    "cardtable.games.nerts",
+    "cardtable.bots.nerts",
+    "cardtable.sim.nerts",
+    "cardtable.games.anemone",
+    "cardtable.bots.anemone",
 ]
 
 
