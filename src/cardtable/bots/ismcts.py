@@ -50,7 +50,7 @@ class Budget:
 LEVELS: dict[str, Budget] = {
     "easy": Budget(150, 0.15),
     "medium": Budget(800, 0.5),
-    "hard": Budget(2500, 0.75),
+    "hard": Budget(2500, 0.6),
 }
 """Budgets by level; ``hard`` stays under 1 second per move."""
 
