@@ -549,12 +549,3 @@ def test_from_view_rebuilds_the_state() -> None:
     assert sorted(rebuilt.legal_actions(seat), key=key) == sorted(hand.legal_actions(seat), key=key)
     with pytest.raises(ValueError, match="hand_counts"):
         AnemoneState.from_view(hand.view(seat), [[], [], [], []])
-
-
-def test_module_examples_run() -> None:
-    import doctest
-
-    import cardtable.games.anemone as module
-
-    result = doctest.testmod(module)
-    assert result.attempted > 0 and result.failed == 0

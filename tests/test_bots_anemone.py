@@ -191,12 +191,3 @@ def test_wilson_interval() -> None:
     low, high = sim.wilson(40, 100)
     assert 0.30 < low < 0.31 and 0.49 < high < 0.50
     assert sim.wilson(0, 0) == (0.0, 1.0)
-
-
-def test_module_examples_run() -> None:
-    import doctest
-
-    import cardtable.bots.anemone as module
-
-    result = doctest.testmod(module)
-    assert result.attempted > 0 and result.failed == 0
