@@ -9,6 +9,13 @@ import { seatNames, scoreTable, handOverDialog } from './scores.js';
 
 const clone = (x) => JSON.parse(JSON.stringify(x));
 
+/** An event that restarts the server's stall guard: a card to a foundation or off a Nerts pile, or a rotate. */
+function isProgress(e) {
+  if (e.type === 'rotated') return true;
+  if (e.type !== 'moved' && e.type !== 'slid_under') return false;
+  return e.from === 'nerts' || String(e.to).startsWith('foundation:');
+}
+
 function layoutName(layout, names) {
   return (layout.seats || []).map((s) => names[s] ?? t('seat.player', { n: s + 1 })).join(' & ');
 }
@@ -440,7 +447,7 @@ export function mountTable(root, ctx) {
     },
     update(msg) {
       view = msg.view; legal = msg.legal || [];
-      if ((msg.events || []).some((e) => ['moved', 'slid_under', 'rotated'].includes(e.type))) clearStall();
+      if ((msg.events || []).some(isProgress)) clearStall();
       render(true);
     },
     handOver(msg) {
