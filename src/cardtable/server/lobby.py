@@ -1,6 +1,7 @@
 """The HTTP lobby (``docs/protocol.md``, "HTTP lobby"): games, tables, join, leave, start, records, replays.
 
-Bodies are validated by pydantic; refusals are ``4xx {"detail": reason}`` (404 unknown table, 422 bad game,
+Bodies are validated by pydantic; refusals (a ``TableError``, turned into a reply by the app's exception handler)
+are ``4xx {"detail": reason}`` (404 unknown table, 422 bad game,
 options, seats or body, 409 full, taken or not startable, 403 bad token).
 """
 
@@ -8,13 +9,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from cardtable import bots
 from cardtable.games import game_names, get_game
 from cardtable.server.manager import Manager
-from cardtable.server.table import TableError
 
 router = APIRouter(prefix="/api")
 
@@ -60,10 +60,6 @@ def _manager(request: Request) -> Manager:
     return manager
 
 
-def _http(error: TableError) -> HTTPException:
-    return HTTPException(status_code=error.status, detail=str(error))
-
-
 def _seated(table_id: str, table: dict[str, Any], seat: int, token: str) -> dict[str, Any]:
     return {"table": table, "seat": seat, "token": token, "invite": f"/?table={table_id}"}
 
@@ -85,12 +81,9 @@ async def list_games() -> list[dict[str, Any]]:
 async def create_table(body: CreateTable, request: Request) -> dict[str, Any]:
     """Open a new table; the creator takes the first open seat and gets its token."""
     seats = None if body.seats is None else [s.model_dump() for s in body.seats]
-    try:
-        table, seat, token = await _manager(request).create(
-            body.game, body.options, seats, body.name, body.seed, body.grace_seconds
-        )
-    except TableError as error:
-        raise _http(error) from None
+    table, seat, token = await _manager(request).create(
+        body.game, body.options, seats, body.name, body.seed, body.grace_seconds
+    )
     return _seated(table.id, table.to_dict(), seat, token)
 
 
@@ -105,56 +98,38 @@ async def list_tables(
 @router.get("/tables/{table_id}")
 async def table_info(table_id: str, request: Request) -> dict[str, Any]:
     """One table."""
-    try:
-        return await _manager(request).table_dict(table_id)
-    except TableError as error:
-        raise _http(error) from None
+    return await _manager(request).table_dict(table_id)
 
 
 @router.post("/tables/{table_id}/join")
 async def join_table(table_id: str, body: JoinTable, request: Request) -> dict[str, Any]:
     """Take a seat (the given one or the first open one)."""
-    try:
-        table, seat, token = await _manager(request).join(table_id, body.name, body.seat)
-    except TableError as error:
-        raise _http(error) from None
+    table, seat, token = await _manager(request).join(table_id, body.name, body.seat)
     return _seated(table.id, table.to_dict(), seat, token)
 
 
 @router.post("/tables/{table_id}/leave")
 async def leave_table(table_id: str, body: TokenBody, request: Request) -> dict[str, Any]:
     """Leave the token's seat."""
-    try:
-        return (await _manager(request).leave(table_id, body.token)).to_dict()
-    except TableError as error:
-        raise _http(error) from None
+    return (await _manager(request).leave(table_id, body.token)).to_dict()
 
 
 @router.post("/tables/{table_id}/start")
 async def start_table(table_id: str, body: TokenBody, request: Request) -> dict[str, Any]:
     """Start the game once every seat is taken."""
-    try:
-        return (await _manager(request).start(table_id, body.token)).to_dict()
-    except TableError as error:
-        raise _http(error) from None
+    return (await _manager(request).start(table_id, body.token)).to_dict()
 
 
 @router.get("/tables/{table_id}/record")
 async def table_record(table_id: str, request: Request) -> dict[str, Any]:
     """The ``cardtable/1`` record of a finished table."""
-    try:
-        return (await _manager(request).record(table_id)).to_dict()
-    except TableError as error:
-        raise _http(error) from None
+    return (await _manager(request).record(table_id)).to_dict()
 
 
 @router.get("/tables/{table_id}/replay")
 async def table_replay(table_id: str, request: Request) -> dict[str, Any]:
     """A finished table's record and its steps, each with the public view."""
-    try:
-        return await _manager(request).replay(table_id)
-    except TableError as error:
-        raise _http(error) from None
+    return await _manager(request).replay(table_id)
 
 
 @router.get("/finished")
