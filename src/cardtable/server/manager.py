@@ -13,6 +13,7 @@ from typing import Any
 from cardtable import bots, records
 from cardtable.engine import HandState
 from cardtable.games import get_game
+from cardtable.replay import fold
 from cardtable.server.store import SeatRow, Store, TableRow
 from cardtable.server.table import Peer, Settings, Table, TableError, now_iso
 from cardtable.server.tokens import hash_token, new_table_id, new_token, token_matches
@@ -246,26 +247,19 @@ class Manager:
     async def replay(self, table_id: str) -> dict[str, Any]:
         """``{"record": RECORD, "steps": [...]}`` for a finished table (``docs/protocol.md``, replay)."""
         record = await self.record(table_id)
-        match = get_game(record.game).new_match(record.options)
         steps: list[dict[str, Any]] = []
         anemone = record.game == "anemone"
 
-        def step(h: int, index: int | None, seat: int | None, action: dict[str, Any] | None,
-                 state: HandState) -> None:
+        def step(h: int, index: int | None, state: HandState) -> None:
+            entry = None if index is None else record.hands[h].actions[index]
             hands = None
             if anemone:
                 hands = [list(state.view(s).get("hand") or []) for s in range(state.players)]
-            steps.append({"hand": h, "index": index, "seat": seat, "action": action, "view": state.view(None),
+            steps.append({"hand": h, "index": index, "seat": None if entry is None else entry.seat,
+                          "action": None if entry is None else entry.action, "view": state.view(None),
                           "hands": hands})
 
-        for h, hand in enumerate(record.hands):
-            state = match.start_hand(hand.deal)
-            step(h, None, None, None, state)
-            for i, entry in enumerate(hand.actions):
-                state.apply(entry.seat, entry.action, entry.ms)
-                step(h, i, entry.seat, entry.action, state)
-            if state.is_over:
-                match.finish_hand()
+        fold(record, on_step=step)
         return {"record": record.to_dict(), "steps": steps}
 
     async def hello(self, table: Table, peer: Peer, token: str | None) -> None:
