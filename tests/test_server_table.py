@@ -13,8 +13,9 @@ import pytest
 
 from cardtable.engine import Action, Event, HandResult, IllegalAction, OptionSpec, View
 from cardtable.games import GameInfo
+from cardtable.server.play import Peer, Play
 from cardtable.server.store import SeatRow, Store, TableRow
-from cardtable.server.table import Peer, Play, Settings, Table
+from cardtable.server.table import Settings, Table
 
 
 class FakeHand:

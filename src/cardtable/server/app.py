@@ -6,6 +6,7 @@ Environment variables set server-wide knobs (see :func:`settings_from_env`).
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 import os
@@ -15,10 +16,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException
 
 from cardtable.server import bots as server_bots
+from cardtable.server.guard import BodyGuard, describe_validation_errors, error_body, guarded_h11
 from cardtable.server.lobby import router
 from cardtable.server.manager import Manager
 from cardtable.server.store import Store
@@ -27,17 +31,30 @@ from cardtable.server.ws import table_socket
 
 STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
 
+FALLBACK_CODES = {403: "token.bad", 404: "table.not_found", 409: "table.conflict", 422: "request.invalid",
+                  429: "request.rate_limited"}
+"""Refusal codes by status, for a :class:`TableError` raised without its own code."""
+
+HTTP_CODES = {404: "request.not_found", 405: "request.method_not_allowed", 400: "request.invalid"}
+"""Refusal codes of the framework's own HTTP errors (unknown path, wrong method, unreadable body)."""
+
+
+ENV_NAMES = {
+    "default_grace_s": "CARDTABLE_GRACE_SECONDS", "hand_pause_s": "CARDTABLE_HAND_PAUSE",
+    "bot_pace": "CARDTABLE_BOT_PACE", "anemone_bot_delay_ms": "CARDTABLE_ANEMONE_BOT_DELAY_MS",
+}
+"""Environment variables of the older settings; every other :class:`Settings` field ``x`` is ``CARDTABLE_X``."""
+
 
 def settings_from_env(**overrides: float) -> Settings:
-    """:class:`Settings` from ``CARDTABLE_GRACE_SECONDS`` (default 60), ``CARDTABLE_HAND_PAUSE`` (seconds between
-    hands, 4), ``CARDTABLE_BOT_PACE`` (bot delay multiplier, 1.0) and ``CARDTABLE_ANEMONE_BOT_DELAY_MS`` (700);
-    keyword ``overrides`` win. ``ValueError`` for a value that is not a number."""
+    """:class:`Settings` from the environment: ``CARDTABLE_GRACE_SECONDS`` (default 60), ``CARDTABLE_HAND_PAUSE``
+    (seconds between hands, 4), ``CARDTABLE_BOT_PACE`` (bot delay multiplier, 1.0),
+    ``CARDTABLE_ANEMONE_BOT_DELAY_MS`` (700) and, for every other field, ``CARDTABLE_`` and its name in capitals
+    (``CARDTABLE_MAX_BODY_BYTES``; ``docs/deploy.md``); keyword ``overrides`` win. ``ValueError`` for a value that
+    is not a number."""
     settings = Settings()
-    env = {
-        "default_grace_s": "CARDTABLE_GRACE_SECONDS", "hand_pause_s": "CARDTABLE_HAND_PAUSE",
-        "bot_pace": "CARDTABLE_BOT_PACE", "anemone_bot_delay_ms": "CARDTABLE_ANEMONE_BOT_DELAY_MS",
-    }
-    for attr, var in env.items():
+    for attr in (f.name for f in dataclasses.fields(Settings)):
+        var = ENV_NAMES.get(attr, f"CARDTABLE_{attr.upper()}")
         if var in os.environ:
             setattr(settings, attr, type(getattr(settings, attr))(float(os.environ[var])))
     for attr, value in overrides.items():
@@ -64,10 +81,26 @@ def create_app(db: str | None = None, settings: Settings | None = None) -> FastA
             server_bots.shutdown_pool()
 
     app = FastAPI(title="cardtable", lifespan=lifespan)
+    app.state.settings = settings
 
     @app.exception_handler(TableError)
     async def table_error(_request: Request, error: TableError) -> JSONResponse:
-        return JSONResponse({"detail": str(error)}, status_code=error.status)
+        code = getattr(error, "code", None) or FALLBACK_CODES.get(error.status, "request.invalid")
+        return JSONResponse(error_body(str(error), code, **getattr(error, "params", None) or {}),
+                            status_code=error.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_request: Request, error: RequestValidationError) -> JSONResponse:
+        detail, params = describe_validation_errors(list(error.errors()))
+        return JSONResponse(error_body(detail, "request.invalid", **params), status_code=422)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_request: Request, error: HTTPException) -> JSONResponse:
+        code = HTTP_CODES.get(error.status_code, "request.invalid")
+        return JSONResponse(error_body(str(error.detail)[:200], code), status_code=error.status_code,
+                            headers=error.headers)
+
+    app.add_middleware(BodyGuard, max_body_bytes=settings.max_body_bytes)
 
     app.include_router(router)
     app.add_api_websocket_route("/ws/tables/{table_id}", table_socket)
@@ -76,9 +109,12 @@ def create_app(db: str | None = None, settings: Settings | None = None) -> FastA
     return app
 
 
-def serve(host: str = "127.0.0.1", port: int = 8000, db: str | None = None) -> None:
-    """Run the server with uvicorn until interrupted (``cardtable serve``)."""
+def serve(host: str = "127.0.0.1", port: int = 8000, db: str | None = None, settings: Settings | None = None) -> None:
+    """Run the server with uvicorn until interrupted (``cardtable serve``), with the HTTP limits of ``settings``
+    (default :func:`settings_from_env`; ``docs/deploy.md``)."""
     import uvicorn
+
+    settings = settings or settings_from_env()
 
     # The database driver (aiosqlite) answers from a thread: a short GIL switch interval lets the event loop take
     # each answer at once instead of up to 5 ms later while it is busy (a large share of the ack latency).
@@ -90,4 +126,9 @@ def serve(host: str = "127.0.0.1", port: int = 8000, db: str | None = None) -> N
     gc.freeze()
     gc.set_threshold(1_000, 20, 1_000)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    uvicorn.run(create_app(db), host=host, port=port, log_level="warning", ws_max_size=1024 * 1024)
+    uvicorn.run(
+        create_app(db, settings), host=host, port=port, log_level="warning",
+        http=guarded_h11(settings.max_connections_per_address, settings.request_timeout_s),
+        h11_max_incomplete_event_size=settings.max_header_bytes, timeout_keep_alive=settings.keep_alive_s,
+        ws_max_size=16 * 1024,
+    )

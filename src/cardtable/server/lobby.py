@@ -1,22 +1,39 @@
 """The HTTP lobby (``docs/protocol.md``, "HTTP lobby"): games, tables, join, leave, start, records, replays.
 
 Bodies are validated by pydantic; refusals (a ``TableError``, turned into a reply by the app's exception handler)
-are ``4xx {"detail": reason}`` (404 unknown table, 422 bad game,
-options, seats or body, 409 full, taken or not startable, 403 bad token).
+are ``4xx {"detail": reason, "code": ..., "params": {...}}`` (404 unknown table, 422 bad game, options, seats or
+body, 409 full, taken or not startable, 403 bad token, 413 body too large, 429 too many tables from one address).
+Each route's OpenAPI entry lists the refusals it can answer.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from cardtable import bots
 from cardtable.games import game_names, get_game
+from cardtable.server.guard import ErrorBody
 from cardtable.server.manager import Manager
 
 router = APIRouter(prefix="/api")
+
+_REASONS = {
+    400: "The request cannot be read.",
+    403: "The token holds no seat at this table.",
+    404: "No such table.",
+    409: "The table's state does not allow it (full, seat taken, started, not finished).",
+    413: "The request body is too large.",
+    422: "The request is not valid (body, query or options); `detail` says what, never repeating the input.",
+    429: "Too many requests from this address; try again later.",
+}
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for the refusals a route can answer, each an ``ErrorBody``."""
+    return {status: {"model": ErrorBody, "description": _REASONS[status]} for status in statuses}
 
 
 class SeatSpec(BaseModel):
@@ -64,7 +81,7 @@ def _seated(table_id: str, table: dict[str, Any], seat: int, token: str) -> dict
     return {"table": table, "seat": seat, "token": token, "invite": f"/?table={table_id}"}
 
 
-@router.get("/games")
+@router.get("/games", responses=_errors(422))
 async def list_games() -> list[dict[str, Any]]:
     """Every game with its option specs and its bots."""
     out = []
@@ -77,62 +94,80 @@ async def list_games() -> list[dict[str, Any]]:
     return out
 
 
-@router.post("/tables", status_code=201)
+@router.post("/tables", status_code=201, responses=_errors(413, 422, 429))
 async def create_table(body: CreateTable, request: Request) -> dict[str, Any]:
-    """Open a new table; the creator takes the first open seat and gets its token."""
+    """Open a new table; the creator takes the first open seat and gets its token. Each client address may open
+    ``creates_per_minute`` tables a minute (burst ``create_burst``), beyond that ``429``."""
     seats = None if body.seats is None else [s.model_dump() for s in body.seats]
-    table, seat, token = await _manager(request).create(
+    manager = _manager(request)
+    manager.allow_create(request.client.host if request.client else "?")
+    table, seat, token = await manager.create(
         body.game, body.options, seats, body.name, body.seed, body.grace_seconds
     )
     return _seated(table.id, table.to_dict(), seat, token)
 
 
-@router.get("/tables")
+Limit = Annotated[int | None, Query(ge=1, le=1000, description="Most tables in the page (default: the server's "
+                                      "page_size, 50; at most its max_page_size, 200).")]
+Cursor = Annotated[str | None, Query(max_length=100, description="The X-Next-Cursor header of the previous page.")]
+
+
+@router.get("/tables", responses=_errors(422))
 async def list_tables(
-    request: Request, status: Annotated[Literal["open", "playing", "finished"], Query()] = "open"
+    request: Request, response: Response,
+    status: Annotated[Literal["open", "playing", "finished"], Query()] = "open",
+    limit: Limit = None, cursor: Cursor = None,
 ) -> list[dict[str, Any]]:
-    """Tables with ``status`` (default ``open``)."""
-    return await _manager(request).list_tables(status)
+    """Tables with ``status`` (default ``open``), one page: open and playing ones oldest first, finished (and
+    abandoned) ones newest first. When more follow, the ``X-Next-Cursor`` header holds the next page's ``cursor``."""
+    tables, after = await _manager(request).list_tables(status, limit, cursor)
+    if after is not None:
+        response.headers["X-Next-Cursor"] = after
+    return tables
 
 
-@router.get("/tables/{table_id}")
+@router.get("/tables/{table_id}", responses=_errors(404))
 async def table_info(table_id: str, request: Request) -> dict[str, Any]:
     """One table."""
     return await _manager(request).table_dict(table_id)
 
 
-@router.post("/tables/{table_id}/join")
+@router.post("/tables/{table_id}/join", responses=_errors(404, 409, 413, 422))
 async def join_table(table_id: str, body: JoinTable, request: Request) -> dict[str, Any]:
     """Take a seat (the given one or the first open one)."""
     table, seat, token = await _manager(request).join(table_id, body.name, body.seat)
     return _seated(table.id, table.to_dict(), seat, token)
 
 
-@router.post("/tables/{table_id}/leave")
+@router.post("/tables/{table_id}/leave", responses=_errors(403, 404, 413, 422))
 async def leave_table(table_id: str, body: TokenBody, request: Request) -> dict[str, Any]:
     """Leave the token's seat."""
     return (await _manager(request).leave(table_id, body.token)).to_dict()
 
 
-@router.post("/tables/{table_id}/start")
+@router.post("/tables/{table_id}/start", responses=_errors(403, 404, 409, 413, 422))
 async def start_table(table_id: str, body: TokenBody, request: Request) -> dict[str, Any]:
     """Start the game once every seat is taken."""
     return (await _manager(request).start(table_id, body.token)).to_dict()
 
 
-@router.get("/tables/{table_id}/record")
+@router.get("/tables/{table_id}/record", responses=_errors(404, 409))
 async def table_record(table_id: str, request: Request) -> dict[str, Any]:
     """The ``cardtable/1`` record of a finished table."""
     return (await _manager(request).record(table_id)).to_dict()
 
 
-@router.get("/tables/{table_id}/replay")
+@router.get("/tables/{table_id}/replay", responses=_errors(404, 409))
 async def table_replay(table_id: str, request: Request) -> dict[str, Any]:
     """A finished table's record and its steps, each with the public view."""
     return await _manager(request).replay(table_id)
 
 
-@router.get("/finished")
-async def finished_tables(request: Request) -> list[dict[str, Any]]:
-    """Finished games, newest first."""
-    return await _manager(request).list_tables("finished")
+@router.get("/finished", responses=_errors(422))
+async def finished_tables(request: Request, response: Response, limit: Limit = None,
+                          cursor: Cursor = None) -> list[dict[str, Any]]:
+    """Finished (and abandoned) games, newest first, one page (``X-Next-Cursor`` as for ``/api/tables``)."""
+    tables, after = await _manager(request).list_tables("finished", limit, cursor)
+    if after is not None:
+        response.headers["X-Next-Cursor"] = after
+    return tables

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import create_engine, event, make_url, select, update
+from sqlalchemy import and_, create_engine, event, make_url, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
@@ -310,15 +310,20 @@ class Store:
 
     async def load_tables(self, *, statuses: tuple[str, ...] | None = None, table_id: str | None = None,
                           with_hands: bool = False, newest_first: bool = False,
-                          limit: int | None = None) -> list[TableRow]:
-        """Tables by status or id, with their seats and, if ``with_hands``, their hands and actions in order."""
+                          limit: int | None = None, before: tuple[str, str] | None = None) -> list[TableRow]:
+        """Tables by status or id, with their seats and, if ``with_hands``, their hands and actions in order.
+
+        ``newest_first``: by ``finished`` time then id, both descending (else by ``created`` then id);
+        ``before``: only tables after ``(finished, id)`` in that order (the next page)."""
         t = schema.tables
         query = select(t)
         if statuses is not None:
             query = query.where(t.c.status.in_(statuses))
         if table_id is not None:
             query = query.where(t.c.id == table_id)
-        query = query.order_by(t.c.finished.desc() if newest_first else t.c.created)
+        if before is not None:
+            query = query.where(or_(t.c.finished < before[0], and_(t.c.finished == before[0], t.c.id < before[1])))
+        query = query.order_by(*((t.c.finished.desc(), t.c.id.desc()) if newest_first else (t.c.created, t.c.id)))
         if limit is not None:
             query = query.limit(limit)
         async with self.engine.connect() as conn:

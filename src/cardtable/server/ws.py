@@ -16,7 +16,11 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from cardtable.server import messages
 from cardtable.server.manager import Manager
-from cardtable.server.table import Peer, Play, Table, TableError
+from cardtable.server.play import Peer, Play
+from cardtable.server.table import Table, TableError
+
+FLUSH_TIMEOUT_S = 2.0
+"""Seconds the writer of a connection the server closes has to send what is queued and the close frame."""
 
 
 async def _writer(websocket: WebSocket, peer: Peer) -> None:
@@ -39,7 +43,16 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
         await websocket.send_text(messages.encode({"type": "error", "reason": reason}))
         await websocket.close(code=4404)
         return
-    peer = Peer()
+    settings = manager.settings
+    address = websocket.client.host if websocket.client else "?"
+    if manager.sockets[address] >= settings.max_sockets_per_address:
+        await websocket.send_text(messages.encode({
+            "type": "error", "reason": f"too many connections from your address: at most "
+                                       f"{settings.max_sockets_per_address}"}))
+        await websocket.close(code=1008)
+        return
+    manager.sockets[address] += 1
+    peer = Peer(address=address, max_outbox=settings.max_outbox)
     writer = asyncio.create_task(_writer(websocket, peer))
     limiter = messages.RateLimiter()
     identified = False
@@ -78,6 +91,9 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
                     await manager.hello(table, peer, message.token)
                 except TableError as error:
                     peer.send_message({"type": "error", "reason": str(error)})
+                    if error.status == 429:  # over a connection cap: refused and closed
+                        peer.close()
+                        break
                     continue
                 identified = True
             elif not identified:
@@ -93,9 +109,18 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
     except WebSocketDisconnect:
         pass
     finally:
+        manager.sockets[address] -= 1
+        if manager.sockets[address] <= 0:
+            del manager.sockets[address]
         if identified and not table.broken:
             await manager.goodbye(table, peer)
+        # A connection closed by the server (no hello in time, over a cap, dropped) gets what was queued for it
+        # and a close frame: the writer has a moment to flush before it is cancelled.
+        flush = peer.closed
         peer.close()
+        if flush:
+            with contextlib.suppress(TimeoutError, Exception):
+                await asyncio.wait_for(asyncio.shield(writer), FLUSH_TIMEOUT_S)
         writer.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await writer
