@@ -42,6 +42,13 @@ CHECKPOINT_EVERY_S = 2.0
 """SQLite: seconds between WAL checkpoints, run on their own connection so that the writer never waits for the
 checkpoint's fsync (automatic checkpoints are off)."""
 
+TRUNCATE_EVERY = 30
+"""SQLite: every this many checkpoints (a minute) one is ``TRUNCATE``: it also cuts the WAL file back to zero
+bytes, so a burst (or a long reader that held the log) never leaves a large file behind."""
+
+JOURNAL_SIZE_LIMIT = 8 * 1024 * 1024
+"""SQLite ``journal_size_limit`` (bytes): when the log restarts after a checkpoint, the file is cut to this."""
+
 
 def default_url() -> str:
     """``sqlite+aiosqlite:///`` a ``cardtable.db`` file in the user's data folder (created if missing)."""
@@ -101,6 +108,7 @@ def _set_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA busy_timeout=10000")
     cursor.execute("PRAGMA wal_autocheckpoint=0")
+    cursor.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
     cursor.close()
 
 
@@ -161,14 +169,26 @@ class Store:
         return store
 
     async def _checkpoint_loop(self) -> None:
+        count = 0
+        while True:
+            await asyncio.sleep(CHECKPOINT_EVERY_S)
+            count += 1
+            try:
+                await self.checkpoint(truncate=count % TRUNCATE_EVERY == 0)
+            except Exception:
+                log.exception("WAL checkpoint failed")
+
+    async def checkpoint(self, truncate: bool = False) -> tuple[int, int, int]:
+        """SQLite: copy the write-ahead log into the database (``PASSIVE``: without waiting for anyone), or with
+        ``truncate`` also cut the log file to zero bytes (``TRUNCATE``: waits for the writer, up to the busy
+        timeout). Returns SQLite's ``(busy, log pages, pages checkpointed)``; other databases: ``(0, 0, 0)``."""
+        if self.engine.dialect.name != "sqlite":
+            return (0, 0, 0)
+        mode = "TRUNCATE" if truncate else "PASSIVE"
         async with self.engine.connect() as conn:
-            while True:
-                await asyncio.sleep(CHECKPOINT_EVERY_S)
-                try:
-                    await conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
-                    await conn.commit()
-                except Exception:
-                    log.exception("WAL checkpoint failed")
+            busy, pages, done = tuple((await conn.exec_driver_sql(f"PRAGMA wal_checkpoint({mode})")).one())
+            await conn.commit()
+        return (int(busy), int(pages), int(done))
 
     async def close(self) -> None:
         """Finish the queued writes, stop the writer and dispose of the engine."""
