@@ -49,7 +49,7 @@ class CreateTable(BaseModel):
     plays it (default: the server's, 60 s)."""
 
     model_config = ConfigDict(extra="forbid")
-    game: str = Field(max_length=40)
+    game: Literal["nerts", "anemone"]
     options: dict[str, Any] = Field(default_factory=dict)
     seats: list[SeatSpec] | None = Field(default=None, max_length=16)
     name: str = Field(default="player", min_length=1, max_length=40)
