@@ -5,7 +5,9 @@ SQLite log stays small, and the layers import top-down. Each test failed before 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import socket
 import subprocess
 import sys
 import time
@@ -339,3 +341,98 @@ def test_bots_do_not_import_the_table_owner() -> None:
     code = "import sys, cardtable.server.bots; print('cardtable.server.table' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+# -- 4. the HTTP side of a real server: heads, slow requests, connections per address -----------------------
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    import os
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    db = tmp_path_factory.mktemp("live") / "live.db"
+    env = dict(os.environ, CARDTABLE_REQUEST_TIMEOUT_S="1.5", CARDTABLE_MAX_CONNECTIONS_PER_ADDRESS="6",
+               CARDTABLE_MAX_HEADER_BYTES="8192")
+    proc = subprocess.Popen([sys.executable, "-m", "cardtable", "serve", "--port", str(port), "--db",
+                             f"sqlite+aiosqlite:///{db}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as probe:
+                    probe.sendall(b"GET /api/games HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+                    if probe.recv(12).startswith(b"HTTP/1.1 200"):
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.1)
+        yield port
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=10)
+        assert b"Traceback" not in err, err.decode(errors="replace")[-2000:]
+
+
+def closed_within(sock: socket.socket, seconds: float) -> bytes:
+    """What the server sent before closing ``sock``; AssertionError if it is still open after ``seconds``."""
+    sock.settimeout(seconds)
+    got = b""
+    try:
+        while chunk := sock.recv(65536):
+            got += chunk
+    except TimeoutError:
+        raise AssertionError(f"still open after {seconds} s (received {got[:80]!r})") from None
+    except ConnectionResetError:
+        pass
+    return got
+
+
+def test_half_sent_requests_are_closed_after_the_request_timeout(live: int) -> None:
+    head = socket.create_connection(("127.0.0.1", live))
+    head.sendall(b"GET /api/games HTTP/1.1\r\nHost: t\r\n")
+    body = socket.create_connection(("127.0.0.1", live))
+    body.sendall(b"POST /api/tables HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: 100\r\n\r\n{\"game\"")
+    idle = socket.create_connection(("127.0.0.1", live))
+    for sock in (head, body, idle):
+        with sock:
+            assert b"200" not in closed_within(sock, 6.0)
+
+
+def test_a_huge_head_or_declared_body_is_refused_at_once(live: int) -> None:
+    with socket.create_connection(("127.0.0.1", live)) as sock:
+        sock.sendall(b"GET /api/games HTTP/1.1\r\nHost: t\r\nX-Big: " + b"a" * 20_000 + b"\r\n\r\n")
+        answer = closed_within(sock, 5.0)
+        assert answer.startswith(b"HTTP/1.1 431") and b"request.head_too_large" in answer
+    with socket.create_connection(("127.0.0.1", live)) as sock:  # arriving in pieces: h11 refuses it
+        sock.sendall(b"GET /api/games HTTP/1.1\r\nHost: t\r\nX-Big: ")
+        with contextlib.suppress(OSError):
+            for _ in range(100):
+                sock.sendall(b"a" * 10_000)
+        assert closed_within(sock, 5.0).startswith(b"HTTP/1.1 400")
+    with socket.create_connection(("127.0.0.1", live)) as sock:
+        sock.sendall(b"POST /api/tables HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 500000000\r\n\r\n{")
+        answer = closed_within(sock, 5.0)
+        assert answer.startswith(b"HTTP/1.1 413") and b"request.too_large" in answer
+
+
+def test_connections_per_address_are_capped(live: int) -> None:
+    time.sleep(0.2)  # connections of earlier tests are gone
+    held = [socket.create_connection(("127.0.0.1", live)) for _ in range(6)]
+    try:
+        with socket.create_connection(("127.0.0.1", live)) as extra:
+            extra.sendall(b"GET /api/games HTTP/1.1\r\nHost: t\r\n\r\n")
+            assert b"200" not in closed_within(extra, 1.0)
+    finally:
+        for sock in held:
+            sock.close()
+    time.sleep(0.2)
+    with socket.create_connection(("127.0.0.1", live)) as again:
+        again.sendall(b"GET /api/games HTTP/1.1\r\nHost: t\r\n\r\n")
+        again.settimeout(5.0)
+        assert again.recv(12) == b"HTTP/1.1 200"

@@ -14,6 +14,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -100,7 +101,7 @@ def create_app(db: str | None = None, settings: Settings | None = None) -> FastA
         return JSONResponse(error_body(str(error.detail)[:200], code), status_code=error.status_code,
                             headers=error.headers)
 
-    app.add_middleware(BodyGuard, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(BodyGuard, max_body_bytes=settings.max_body_bytes, max_header_bytes=settings.max_header_bytes)
 
     app.include_router(router)
     app.add_api_websocket_route("/ws/tables/{table_id}", table_socket)
@@ -109,26 +110,44 @@ def create_app(db: str | None = None, settings: Settings | None = None) -> FastA
     return app
 
 
+GC_THRESHOLDS = (1_000, 20, 1_000)
+"""The garbage collector's thresholds under ``cardtable serve`` (``CARDTABLE_GC_THRESHOLDS="a,b,c"`` overrides):
+the young generation is kept small (a 50 000-object one took 20-40 ms to collect) and full collections rare (one
+takes 50-70 ms with 200 tables in play). Rare full collections are safe only because a closed connection leaves no
+reference cycle behind (``tests/test_server_memory.py``); ``docs/deploy.md`` has the soak figures."""
+
+
+def uvicorn_config(app: FastAPI, host: str, port: int, settings: Settings) -> Any:
+    """The ``uvicorn.Config`` that :func:`serve` runs: the h11 protocol with the per-address cap and request timeout
+    of ``settings`` (``server/guard.py``), its header size and keep-alive, WebSocket frames of at most 16 KiB."""
+    import uvicorn
+
+    return uvicorn.Config(
+        app, host=host, port=port, log_level="warning",
+        http=guarded_h11(settings.max_connections_per_address, settings.request_timeout_s),
+        h11_max_incomplete_event_size=settings.max_header_bytes, timeout_keep_alive=settings.keep_alive_s,
+        ws_max_size=16 * 1024,
+    )
+
+
 def serve(host: str = "127.0.0.1", port: int = 8000, db: str | None = None, settings: Settings | None = None) -> None:
     """Run the server with uvicorn until interrupted (``cardtable serve``), with the HTTP limits of ``settings``
     (default :func:`settings_from_env`; ``docs/deploy.md``)."""
     import uvicorn
 
     settings = settings or settings_from_env()
+    thresholds = GC_THRESHOLDS
+    if os.environ.get("CARDTABLE_GC_THRESHOLDS"):
+        a, b, c = (int(part) for part in os.environ["CARDTABLE_GC_THRESHOLDS"].split(","))
+        thresholds = (a, b, c)
 
     # The database driver (aiosqlite) answers from a thread: a short GIL switch interval lets the event loop take
     # each answer at once instead of up to 5 ms later while it is busy (a large share of the ack latency).
     sys.setswitchinterval(0.0005)
     # Garbage collection pauses are the other share of the latency tail: keep the start-up objects out of every
-    # collection, keep the young generation small (a 50 000-object one took 20-40 ms to collect) and full
-    # collections rare (one takes 50-70 ms with 200 tables in play).
+    # collection (freeze) and use GC_THRESHOLDS.
     gc.collect()
     gc.freeze()
-    gc.set_threshold(1_000, 20, 1_000)
+    gc.set_threshold(*thresholds)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    uvicorn.run(
-        create_app(db, settings), host=host, port=port, log_level="warning",
-        http=guarded_h11(settings.max_connections_per_address, settings.request_timeout_s),
-        h11_max_incomplete_event_size=settings.max_header_bytes, timeout_keep_alive=settings.keep_alive_s,
-        ws_max_size=16 * 1024,
-    )
+    uvicorn.Server(uvicorn_config(create_app(db, settings), host, port, settings)).run()

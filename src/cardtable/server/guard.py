@@ -3,7 +3,8 @@ per address, and the error body every refusal shares.
 
 The server is meant to be safe without a reverse proxy in front, so these limits live in the server itself:
 
-- :class:`BodyGuard`, an ASGI middleware: a request body larger than ``max_body_bytes`` is answered ``413`` without
+- :class:`BodyGuard`, an ASGI middleware: a request head (path, query and headers) larger than ``max_header_bytes``
+  is answered ``431`` (h11 already refuses a longer one that arrives in pieces, with ``400``); a request body larger than ``max_body_bytes`` is answered ``413`` without
   reading it all; a JSON body that is not strict JSON (``NaN``, ``Infinity``, a number out of range such as
   ``1e400``, a lone surrogate such as ``"\\ud800"``, or nesting deeper than 32 levels) is answered ``422`` before
   the route sees it.
@@ -78,14 +79,26 @@ async def _answer(send: Send, status: int, body: dict[str, Any]) -> None:
 
 
 class BodyGuard:
-    """ASGI middleware: bodies over ``max_body_bytes`` get ``413``; JSON bodies that are not strict JSON get ``422``
+    """ASGI middleware: heads over ``max_header_bytes`` get ``431``, bodies over ``max_body_bytes`` get ``413``; JSON bodies that are not strict JSON get ``422``
     (both with an :class:`ErrorBody`); anything else goes on to ``app`` with the body already read."""
 
-    def __init__(self, app: ASGIApp, max_body_bytes: int = 65536) -> None:
+    def __init__(self, app: ASGIApp, max_body_bytes: int = 65536, max_header_bytes: int = 16384) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.max_header_bytes = max_header_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            head = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"")
+            head += sum(len(name) + len(value) + 4 for name, value in scope["headers"])
+            if head > self.max_header_bytes:
+                if scope["type"] == "websocket":
+                    await send({"type": "websocket.close", "code": 1009})
+                else:
+                    limit = self.max_header_bytes
+                    await _answer(send, 431, error_body(f"the request head is larger than {limit} bytes",
+                                                        "request.head_too_large", limit=limit))
+                return
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return

@@ -28,12 +28,14 @@ _REASONS = {
     413: "The request body is too large.",
     422: "The request is not valid (body, query or options); `detail` says what, never repeating the input.",
     429: "Too many requests from this address; try again later.",
+    431: "The request head (path, query and headers) is too large.",
 }
 
 
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI ``responses`` for the refusals a route can answer, each an ``ErrorBody``."""
-    return {status: {"model": ErrorBody, "description": _REASONS[status]} for status in statuses}
+    """OpenAPI ``responses`` for the refusals a route can answer (and 431, which any route can), each an
+    ``ErrorBody``."""
+    return {status: {"model": ErrorBody, "description": _REASONS[status]} for status in (*statuses, 431)}
 
 
 class SeatSpec(BaseModel):
@@ -81,7 +83,7 @@ def _seated(table_id: str, table: dict[str, Any], seat: int, token: str) -> dict
     return {"table": table, "seat": seat, "token": token, "invite": f"/?table={table_id}"}
 
 
-@router.get("/games", responses=_errors(422))
+@router.get("/games", responses=_errors())
 async def list_games() -> list[dict[str, Any]]:
     """Every game with its option specs and its bots."""
     out = []
