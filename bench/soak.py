@@ -225,13 +225,13 @@ async def run(args: argparse.Namespace) -> int:
     port = free_port()
     env = dict(os.environ, CARDTABLE_GRACE_SECONDS="3600", CARDTABLE_MAX_SOCKETS_PER_ADDRESS="100000",
                CARDTABLE_CREATES_PER_MINUTE="100000", CARDTABLE_CREATE_BURST="100000",
-               CARDTABLE_MAX_CONNECTIONS_PER_ADDRESS_PER_TABLE="1000")
+               CARDTABLE_MAX_CONNECTIONS_PER_ADDRESS_PER_TABLE="1000", CARDTABLE_MAX_CONNECTIONS_PER_ADDRESS="100000")
     server = subprocess.Popen([sys.executable, "-m", "cardtable", "serve", "--port", str(port),
                                "--db", f"sqlite+aiosqlite:///{tmp}/soak.db"], env=env, stderr=subprocess.PIPE)
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60,
                                      limits=httpx.Limits(max_connections=20)) as http:
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + 90
             while True:
                 try:
                     if (await http.get("/api/games")).status_code == 200:
@@ -284,8 +284,11 @@ async def run(args: argparse.Namespace) -> int:
         except subprocess.TimeoutExpired:
             server.kill()
             _, err = server.communicate()
-        tracebacks = err.decode(errors="replace").count("Traceback")
+        log = err.decode(errors="replace")
+        tracebacks = log.count("Traceback")
         print(f"server log: {tracebacks} tracebacks")
+        if tracebacks:
+            print(log[-3000:])
     return 0
 
 

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
-from starlette.exceptions import HTTPException
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cardtable.server import bots as server_bots
 from cardtable.server.guard import BodyGuard, describe_validation_errors, error_body, guarded_h11
@@ -32,12 +33,6 @@ from cardtable.server.ws import table_socket
 
 STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
 
-FALLBACK_CODES = {403: "token.bad", 404: "table.not_found", 409: "table.conflict", 422: "request.invalid",
-                  429: "request.rate_limited"}
-"""Refusal codes by status, for a :class:`TableError` raised without its own code."""
-
-HTTP_CODES = {404: "request.not_found", 405: "request.method_not_allowed", 400: "request.invalid"}
-"""Refusal codes of the framework's own HTTP errors (unknown path, wrong method, unreadable body)."""
 
 
 ENV_NAMES = {
@@ -86,20 +81,21 @@ def create_app(db: str | None = None, settings: Settings | None = None) -> FastA
 
     @app.exception_handler(TableError)
     async def table_error(_request: Request, error: TableError) -> JSONResponse:
-        code = getattr(error, "code", None) or FALLBACK_CODES.get(error.status, "request.invalid")
-        return JSONResponse(error_body(str(error), code, **getattr(error, "params", None) or {}),
-                            status_code=error.status)
+        return JSONResponse(error.to_dict(), status_code=error.status)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_request: Request, error: RequestValidationError) -> JSONResponse:
         detail, params = describe_validation_errors(list(error.errors()))
-        return JSONResponse(error_body(detail, "request.invalid", **params), status_code=422)
+        return JSONResponse(error_body(detail, "request.invalid", params), status_code=422)
 
-    @app.exception_handler(HTTPException)
-    async def http_error(_request: Request, error: HTTPException) -> JSONResponse:
-        code = HTTP_CODES.get(error.status_code, "request.invalid")
-        return JSONResponse(error_body(str(error.detail)[:200], code), status_code=error.status_code,
-                            headers=error.headers)
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> Response:
+        if not request.url.path.startswith("/api"):
+            return await http_exception_handler(request, error)
+        return JSONResponse(
+            {"detail": str(error.detail), "code": "http.error", "params": {"status": error.status_code}},
+            status_code=error.status_code, headers=getattr(error, "headers", None),
+        )
 
     app.add_middleware(BodyGuard, max_body_bytes=settings.max_body_bytes, max_header_bytes=settings.max_header_bytes)
 

@@ -44,29 +44,28 @@ class ErrorBody(BaseModel):
     """
 
     detail: str = Field(description="The reason, in English, for people.")
-    code: str = Field(description="A stable name of the refusal, such as request.invalid or table.not_found.")
+    code: str = Field(description="A stable name of the refusal (cardtable.refusals.CODES), such as request.invalid.")
     params: dict[str, Any] = Field(default_factory=dict, description="Values the reason's text refers to.")
 
 
-def error_body(detail: str, code: str, **params: Any) -> dict[str, Any]:
+def error_body(detail: str, code: str, params: dict[str, Any]) -> dict[str, Any]:
     """The JSON of an :class:`ErrorBody`."""
     return {"detail": detail, "code": code, "params": params}
 
 
 def describe_validation_errors(errors: list[Any]) -> tuple[str, dict[str, Any]]:
     """A short description of pydantic's errors that never repeats the input (it may be huge, or hold values that
-    cannot be written back as JSON): ``("body.grace_seconds: Input should be ...", {"field": ..., "count": n})``."""
-    parts = []
-    for error in errors[:3]:
-        loc = ".".join(str(part) for part in error.get("loc", ()))[:80]
-        msg = str(error.get("msg", "invalid"))[:160]
-        parts.append(f"{loc}: {msg}" if loc else msg)
+    cannot be written back as JSON): ``("grace_seconds: Input should be ...", {"field": "grace_seconds",
+    "detail": ...})``; locations leave out ``body`` and are cut to 40 characters a part, at most three errors are named."""
+
+    def where(error: Any) -> str:
+        return ".".join(str(part)[:40] for part in error.get("loc", ()) if part != "body")[:80]
+
+    parts = [f"{where(e) or 'body'}: {str(e.get('msg', 'invalid'))[:160]}" for e in errors[:3]]
     detail = "; ".join(parts) or "the request is not valid"
     if len(errors) > 3:
         detail += f" (and {len(errors) - 3} more)"
-    first = errors[0] if errors else {}
-    field = ".".join(str(part) for part in first.get("loc", ()))[:80]
-    return detail, {"field": field, "count": len(errors)}
+    return detail, {"field": where(errors[0]) if errors else "", "detail": detail}
 
 
 async def _answer(send: Send, status: int, body: dict[str, Any]) -> None:
@@ -97,13 +96,13 @@ class BodyGuard:
                 else:
                     limit = self.max_header_bytes
                     await _answer(send, 431, error_body(f"the request head is larger than {limit} bytes",
-                                                        "request.head_too_large", limit=limit))
+                                                        "request.head_too_large", {"limit": limit}))
                 return
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return
         limit = self.max_body_bytes
-        too_large = error_body(f"the request body is larger than {limit} bytes", "request.too_large", limit=limit)
+        too_large = error_body(f"the request body is larger than {limit} bytes", "request.too_large", {"limit": limit})
         headers = dict(scope["headers"])
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -128,8 +127,8 @@ class BodyGuard:
         if body and content_type.endswith(b"json"):
             problem = strict_json_problem(body)
             if problem is not None:
-                await _answer(send, 422, error_body(f"the body is not valid JSON: {problem}", "request.invalid",
-                                                    field="body", count=1))
+                detail = f"the body is not valid JSON: {problem}"
+                await _answer(send, 422, error_body(detail, "request.invalid", {"field": "body", "detail": detail}))
                 return
         sent = False
 
