@@ -7,7 +7,7 @@ tables of ``--seats`` scripted clients each (every client sends ``--rate`` actio
 random table for 0.5 to 3 s, then leaves (one in five drops its TCP connection without a close frame). A table whose
 match ends is replaced by a new one. Every ``--report`` seconds prints the window's acks/s, ack latency p50/p99/max,
 rejects, errors and the server's RSS; at the end, RSS after the warm-up and at the end, and their ratio (target:
-within 10 %), p99 over time, and the error count (target 0).
+within 10 %), p99 over time, and the error count (target 0). The warm-up starts once every table is open.
 
     .venv/bin/python bench/soak.py --minutes 30          # the soak
     .venv/bin/python bench/soak.py --minutes 1 --tables 50
@@ -83,6 +83,7 @@ class Soak:
     errors: int = 0
     details: list[str] = field(default_factory=list)
     live: list[str] = field(default_factory=list)
+    opened: int = 0
 
     def error(self, what: str) -> None:
         self.window.errors += 1
@@ -169,6 +170,7 @@ async def table_slot(soak: Soak, http: httpx.AsyncClient, index: int, rng: rando
             tokens.append((await http.post(f"/api/tables/{tid}/join", json={"name": f"p{index}-{s}"})).json()["token"])
         (await http.post(f"/api/tables/{tid}/start", json={"token": tokens[0]})).raise_for_status()
         soak.live.append(tid)
+        soak.opened += generation == 0
         try:
             await asyncio.gather(*(seat_client(soak, tid, token, random.Random(rng.random())) for token in tokens))
         finally:
@@ -240,14 +242,20 @@ async def run(args: argparse.Namespace) -> int:
                     if time.monotonic() > deadline:
                         raise
                     await asyncio.sleep(0.1)
-            start = time.monotonic()
-            soak = Soak(port=port, rate=args.rate, seats=args.seats, end=start + warmup + seconds)
+            soak = Soak(port=port, rate=args.rate, seats=args.seats, end=time.monotonic() + 3600 + warmup + seconds)
             rng = random.Random(args.seed)
             print(f"soak: {tables_n} Nerts tables x {args.seats} seats at {args.rate:g} action/s/seat, "
                   f"{args.spectators} spectators coming and going; {warmup:.0f} s warm-up, then "
                   f"{args.minutes:g} min; server pid {server.pid}, RSS {rss_mb(server.pid):.1f} MB")
             tasks = [asyncio.create_task(table_slot(soak, http, i, random.Random(rng.random())))
                      for i in range(tables_n)]
+            opening = time.monotonic()
+            while soak.opened < tables_n and time.monotonic() < opening + 600:
+                await asyncio.sleep(0.2)
+            print(f"{soak.opened} tables opened and started in {time.monotonic() - opening:.1f} s", flush=True)
+            start = time.monotonic()
+            soak.end = start + warmup + seconds
+            soak.window = Window()
             tasks += [asyncio.create_task(spectator(soak, random.Random(rng.random())))
                       for _ in range(args.spectators)]
             rss_after_warmup: float | None = None

@@ -360,7 +360,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     proc = subprocess.Popen([sys.executable, "-m", "cardtable", "serve", "--port", str(port), "--db",
                              f"sqlite+aiosqlite:///{db}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90
         while True:
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=1) as probe:

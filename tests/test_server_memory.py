@@ -70,7 +70,7 @@ def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[in
     thread = threading.Thread(target=running.run, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 90
     while True:
         try:
             httpx.get(f"{base}/api/games", timeout=1)

@@ -40,7 +40,7 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                             stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90
         while True:
             try:
                 if httpx.get(f"{base}/api/games", timeout=1).status_code == 200:
