@@ -103,6 +103,7 @@ class Manager:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
         for table in self.tables.values():
+            table.flush_spectators()
             for peer in table.all_peers():
                 peer.close()
             await table.stop()
@@ -158,6 +159,7 @@ class Manager:
             if status is not None:
                 log.info("table %s: %s", table.id, status)
             self.tables.pop(table.id, None)
+            table.flush_spectators()
             for peer in table.all_peers():
                 peer.close()
             await table.stop()

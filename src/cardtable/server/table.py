@@ -170,6 +170,8 @@ class Table:
         """Monotonic seconds when a seated person's connection last came or went: a table in play with no person
         connected ends as abandoned its grace plus ``abandon_after_s`` after it."""
         self._announce: asyncio.TimerHandle | None = None
+        self._to_watch: list[tuple[str, tuple[Peer, ...]]] = []
+        self._watch_flush: asyncio.Handle | None = None
         self._announced_at = -1e9
 
     # -- building ---------------------------------------------------------------------------------------
@@ -225,6 +227,9 @@ class Table:
         if self._announce is not None:
             self._announce.cancel()
             self._announce = None
+        if self._watch_flush is not None:
+            self._watch_flush.cancel()
+            self._watch_flush = None
         for seat in self.seats:
             if seat.away_timer is not None:
                 seat.away_timer.cancel()
@@ -284,6 +289,7 @@ class Table:
 
     def _break(self, reason: str) -> None:
         self.broken = reason
+        self.flush_spectators()
         for peer in self.all_peers():
             peer.send_message({"type": "error", **_refusal(reason, "table.broken", {"detail": reason})})
             peer.close()
@@ -378,8 +384,25 @@ class Table:
                 for peer in seat.peers:
                     peer.send(text)
         if self.spectators and None in texts:
-            for peer in self.spectators:
-                peer.send(texts[None])
+            self._send_spectators(texts[None])
+
+    def _send_spectators(self, text: str) -> None:
+        """Queue ``text`` for every spectator, off the owner's path: the spectators present now get it in a callback
+        right after the owner's current step, so a seat's ack and updates never wait behind a large audience
+        (``bench/fanout.py``). Messages to spectators keep their order (:meth:`flush_spectators`)."""
+        if not self.spectators:
+            return
+        self._to_watch.append((text, tuple(self.spectators)))
+        if self._watch_flush is None:
+            self._watch_flush = asyncio.get_running_loop().call_soon(self.flush_spectators)
+
+    def flush_spectators(self) -> None:
+        """Hand spectators what :meth:`_send_spectators` queued (called before any message to one spectator)."""
+        self._watch_flush = None
+        pending, self._to_watch = self._to_watch, []
+        for text, peers in pending:
+            for peer in peers:
+                peer.send(text)
 
     def legal_for(self, seat: int | None) -> list[Action]:
         """``seat``'s legal actions now: empty for a spectator, between hands and for a seat that may not act."""
@@ -399,8 +422,10 @@ class Table:
     def broadcast(self, message: dict[str, Any]) -> None:
         """Send the same message to every connection (encoded once; queueing never waits, ``Peer.send``)."""
         text = messages.encode(message)
-        for peer in self.all_peers():
-            peer.send(text)
+        for seat in self.seats:
+            for peer in seat.peers:
+                peer.send(text)
+        self._send_spectators(text)
 
     def announce(self) -> None:
         """Tell every connection that seats, connections or status changed: one ``table`` message with the table
@@ -582,7 +607,9 @@ class Table:
         }
 
     def send_snapshot(self, peer: Peer) -> None:
-        """Send ``peer`` a snapshot for its seat."""
+        """Send ``peer`` a snapshot for its seat (after what spectators still have queued, to keep the order)."""
+        if peer.seat is None:
+            self.flush_spectators()
         peer.send_message(self.snapshot(peer.seat))
 
     # -- connections and presence (called on the owner through submit_call) -----------------------------
