@@ -254,7 +254,7 @@ def test_two_seat_anemone_draws_stay_hidden(client: TestClient) -> None:
 
 def test_one_person_and_three_bots_play_a_nerts_hand(client: TestClient) -> None:
     seats = [{"kind": "open"}] + [{"kind": "bot", "bot": "greedy:hard"}] * 3
-    made = create(client, "nerts", {"players": 4, "nerts_pile_size": 5}, seats)
+    made = create(client, "nerts", {"players": 4, "nerts_pile_size": 5}, seats, autostart=False)
     tid = made["table"]["id"]
     person = Player(client, tid, made["token"], nerts_policy, hand_over, pace=0.04)
     person.start()
@@ -274,7 +274,8 @@ def test_one_person_and_three_bots_play_a_nerts_hand(client: TestClient) -> None
 
 
 def test_reconnect_gets_the_snapshot_it_lost(client: TestClient) -> None:
-    made = create(client, "anemone", {"players": 2, "rounds": 1}, [{"kind": "open"}, {"kind": "bot", "bot": "random"}])
+    made = create(client, "anemone", {"players": 2, "rounds": 1}, [{"kind": "open"}, {"kind": "bot", "bot": "random"}],
+                  autostart=False)
     tid, token = made["table"]["id"], made["token"]
     with client.websocket_connect(f"/ws/tables/{tid}") as ws:
         ws.send_json({"type": "hello", "token": token})
@@ -422,7 +423,7 @@ def test_unknown_table_socket_says_so(client: TestClient) -> None:
 
 def test_a_searching_bot_plays_from_the_process_pool(client: TestClient) -> None:
     made = create(client, "anemone", {"players": 2, "rounds": 1},
-                  [{"kind": "open"}, {"kind": "bot", "bot": "ismcts:easy"}])
+                  [{"kind": "open"}, {"kind": "bot", "bot": "ismcts:easy"}], autostart=False)
     tid = made["table"]["id"]
     person = Player(client, tid, made["token"], first_legal, finished)
     person.start()
