@@ -1,4 +1,4 @@
-"""The engine shape both games share (``shared/design.md``, "The engine").
+"""The engine shape both games share (``docs/architecture.md``, "The engine's shape").
 
 Every game module (``cardtable.games.nerts``, ``cardtable.games.anemone``) provides:
 
@@ -8,7 +8,7 @@ Every game module (``cardtable.games.nerts``, ``cardtable.games.anemone``) provi
 - a hand state implementing :class:`HandState`.
 
 Actions and events are plain JSON-ready dicts, exactly as written in ``cardtable/1`` records
-(``shared/spec/records.md``), so the server, the bots, the simulator and the records all speak one language.
+(``docs/records.md``), so the server, the bots, the simulator and the records all speak one language.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Enemy Anemone: the rules engine (``shared/rules/enemy-anemone.md``; players' page ``docs/rules/enemy-anemone.md``).
+"""Enemy Anemone: the rules engine (``docs/rules/enemy-anemone.md``).
 
 A trick-taking game in which every card played into a trick must be of a suit not yet in it; a seat with no such
 card discards one into its own score pile. The highest card wins the trick, the lowest takes an anemone (+1 or +2

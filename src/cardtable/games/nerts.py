@@ -1,4 +1,4 @@
-"""Nerts (Pounce, Racing Demon): the rules engine (``shared/rules/nerts.md``).
+"""Nerts (Pounce, Racing Demon): the rules engine (``docs/rules/nerts.md``).
 
 Pure and deterministic: no clock, no I/O. A :class:`NertsMatch` folds hands; a :class:`NertsState` is one hand.
 
@@ -127,7 +127,7 @@ def _consistent(cards: Sequence[int]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class NertsOptions:
-    """Every table option of ``shared/rules/nerts.md`` with its default. Times in milliseconds or seconds."""
+    """Every table option of ``docs/rules/nerts.md`` with its default. Times in milliseconds or seconds."""
 
     players: int = 4
     partnerships: bool = False
@@ -348,7 +348,7 @@ _UNDER_KEYS = frozenset({"type", "from", "to"})
 
 
 class NertsState:
-    """One hand of Nerts in play (rules: every section of ``shared/rules/nerts.md``).
+    """One hand of Nerts in play (rules: every section of ``docs/rules/nerts.md``).
 
     Build it with :meth:`NertsMatch.start_hand`, or directly from packs of engine cards. Every seat may act at
     any time; :meth:`apply` validates fully before changing anything and raises

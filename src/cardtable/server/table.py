@@ -1,10 +1,10 @@
-"""The table owner (``shared/design.md``, "The server"): one asyncio task per table applies actions one at a time.
+"""The table owner (``docs/architecture.md``, "The table server"): one asyncio task per table applies actions one at a time.
 
 Everything that changes a table goes through its queue: actions from connections, from bots and from the clock
 (:class:`Play`), and lobby operations (:class:`Call`). Actions waiting together are applied in arrival order and
 persisted in one write (group commit) before they are acknowledged and their updates go out. After every change
 the owner re-reads the hand's clock (``state.clock_action()``: Nerts' in-flight ``end_hand`` and the stall guard's
-``rotate``, ``shared/rules/nerts.md``), wakes the bots, and starts the next hand after a pause until the match ends.
+``rotate``, ``docs/rules/nerts.md``), wakes the bots, and starts the next hand after a pause until the match ends.
 """
 
 from __future__ import annotations
