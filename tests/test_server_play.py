@@ -188,3 +188,15 @@ def test_games_give_each_bot_a_level_word(client: TestClient) -> None:
     assert levels["greedy:hard"] == "strong" and levels["ismcts:medium"] == "intermediate"
     assert levels["random"] == "random" and levels["heuristic"] == "simple" and levels["greedy"] == "instant"
     assert games["nerts"]["play_now_bot"] == "greedy:medium" and games["anemone"]["play_now_bot"] == "ismcts:medium"
+
+
+def test_a_waiting_table_of_one_person_and_bots_still_starts_after_a_restart(tmp_path: Path) -> None:
+    with make_client(tmp_path) as client:
+        made = play(client, "nerts", "ana")
+        tid = made["table"]["id"]
+        assert made["table"]["status"] == "open"
+    with make_client(tmp_path, solo_start_s=0.3) as client:
+        table = client.get(f"/api/tables/{tid}").json()
+        assert table["status"] == "open" and not any(s.get("replaceable") for s in table["seats"])
+        assert table["starts_at"] is not None
+        wait_for(lambda: client.get(f"/api/tables/{tid}").json()["status"] == "playing")
