@@ -64,6 +64,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "CARDTABLE_BOT_PACE": "0.35",
         "CARDTABLE_ANEMONE_BOT_DELAY_MS": "60",
         "CARDTABLE_GRACE_SECONDS": "60",
+        "CARDTABLE_CREATES_PER_MINUTE": "100000",  # one address opens every test's tables
+        "CARDTABLE_CREATE_BURST": "100000",
     })
     with open(log, "w") as out:
         proc = subprocess.Popen(
