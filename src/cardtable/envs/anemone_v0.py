@@ -48,7 +48,11 @@ class raw_env(AECEnv):
     ``None``). A bad option raises ``ValueError`` naming it.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"name": "anemone_v0", "render_modes": ["ansi"], "is_parallelizable": False}
+    metadata: ClassVar[dict[str, Any]] = {
+        "name": "anemone_v0",
+        "render_modes": ["ansi"],
+        "is_parallelizable": False,
+    }
 
     def __init__(
         self,
@@ -141,7 +145,9 @@ class raw_env(AECEnv):
         if record_action not in self.state_.legal_actions(seat):
             raise ValueError(f"action {int(action)} ({record_action}) is not legal for {agent} now")
         self.state_.apply(seat, record_action, self._ms)
-        self._record.hands[-1].actions.append(records.ActionRecord(seat=seat, ms=self._ms, action=record_action))
+        self._record.hands[-1].actions.append(
+            records.ActionRecord(seat=seat, ms=self._ms, action=record_action)
+        )
         self._ms += ACTION_MS
         self._cumulative_rewards[agent] = 0.0
         self._clear_rewards()
@@ -190,7 +196,9 @@ class raw_env(AECEnv):
                 f"seat {s}: {view['hand_counts'][s]} cards, {view['points'][s]} points, "
                 f"total {self.match.totals[s]}, anemones {view['anemones'][s]}"
             )
-        lines.append(f"supply {view['supply']}" + (f", deck {view['deck_count']}" if view["deck_count"] else ""))
+        lines.append(
+            f"supply {view['supply']}" + (f", deck {view['deck_count']}" if view["deck_count"] else "")
+        )
         return "\n".join(lines)
 
     def close(self) -> None:
