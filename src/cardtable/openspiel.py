@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pyspiel
 
+from cardtable.bots import Bot, make_bot
 from cardtable.bots.ismcts import Determinizer
 from cardtable.envs import anemone_encoding as enc
 from cardtable.games.anemone import (
@@ -45,6 +46,8 @@ from cardtable.games.anemone import (
 GAME_NAME = "python_enemy_anemone"
 _DEFAULTS = {"players": 4, "rounds": 1, "random_first_leader": False}
 _MAX_TRICKS = 10
+_TERMINAL = int(pyspiel.PlayerId.TERMINAL)
+_CHANCE = int(pyspiel.PlayerId.CHANCE)
 _TRICK_SLOT = enc.CARDS + 2
 
 _GAME_TYPE = pyspiel.GameType(
@@ -185,19 +188,28 @@ class EnemyAnemoneState(pyspiel.State):
 
     def current_player(self) -> int:
         """The seat to act, ``pyspiel.PlayerId.CHANCE`` while dealing, ``TERMINAL`` once the match is over."""
-        if self.core.match.is_over:
-            return int(pyspiel.PlayerId.TERMINAL)
-        if self._dealing():
-            return int(pyspiel.PlayerId.CHANCE)
-        hand = self.core.match.hand
-        assert hand is not None
-        return hand.to_act()[0]
+        match = self.core.match
+        if match.is_over:
+            return _TERMINAL
+        if len(match.results) == match.round:
+            return _CHANCE
+        return match.hand.turn  # type: ignore[union-attr]
 
     def _legal_actions(self, player: int) -> list[int]:
         hand = self._hand()
-        if hand is None or player != hand.to_act()[0]:
+        if hand is None or player != hand.turn:
             return []
-        return sorted(enc.action_index(a) for a in hand.legal_actions(player))
+        # the engine's own move list ((is a play, card, faces) for each legal action), indexed
+        spends = len(enc.SPENDS)
+        indices = []
+        for is_play, card, faces in hand.moves():
+            if is_play:
+                ones = faces.count(1)
+                indices.append(card * spends + enc.spend_index(ones, len(faces) - ones))
+            else:
+                indices.append(enc.PLAYS + card)
+        indices.sort()
+        return indices
 
     def chance_outcomes(self) -> list[tuple[int, float]]:
         """The cards not yet dealt, equally likely (or the seats, for the leader draw)."""
@@ -402,17 +414,16 @@ pyspiel.register_game(_GAME_TYPE, EnemyAnemoneGame)
 
 
 class CardtableBot(pyspiel.Bot):
-    """One of cardtable's Enemy Anemone bots (``"ismcts:hard"``, ``"heuristic"``...) as an OpenSpiel bot.
+    """One of cardtable's Enemy Anemone bots (a spec, ``"ismcts:hard"``, ``"heuristic"``..., or a bot object
+    such as ``IsmctsBot(seed, Budget(500, 60.0))``) as an OpenSpiel bot.
 
     It sees only its seat's view and legal actions (``cardtable.bots``), never the state's hidden cards.
     """
 
-    def __init__(self, player_id: int, spec: str = "ismcts:hard", seed: int = 0) -> None:
+    def __init__(self, player_id: int, spec: str | Bot = "ismcts:hard", seed: int = 0) -> None:
         pyspiel.Bot.__init__(self)
-        from cardtable.bots import make_bot
-
         self.player_id = player_id
-        self.bot = make_bot("anemone", spec, seed)
+        self.bot = make_bot("anemone", spec, seed) if isinstance(spec, str) else spec
 
     def step(self, state: EnemyAnemoneState) -> int:
         """The action index the bot chooses for its seat (which must be to act)."""
