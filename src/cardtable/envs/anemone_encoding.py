@@ -20,7 +20,7 @@ Actions (:data:`NUM_ACTIONS` = 3,360 indices, the same for 2 to 6 seats):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -159,3 +159,32 @@ def observe(view: View, totals: Sequence[int] | None = None) -> npt.NDArray[np.f
     out[base + 5] = 1 if view["over"] else 0
     out[base + 6] = len(view["trick"]) + len(view["trick_discards"])
     return out
+
+
+def record_examples(
+    record: Any,
+) -> Iterator[tuple[int, npt.NDArray[np.float32], npt.NDArray[np.int8], int]]:
+    """Training examples from an Enemy Anemone ``cardtable/1`` record (a :class:`cardtable.records.Record`,
+    e.g. one line of ``cardtable simulate anemone --out FILE``): for every action, in order,
+    ``(seat, observation, action_mask, action_index)``, the observation and mask as that seat saw them just
+    before acting. The record is folded through the engine (``cardtable.replay``), so a bad record raises
+    :class:`cardtable.records.RecordError` or :class:`cardtable.replay.IllegalRecordAction`.
+    """
+    from cardtable.replay import IllegalRecordAction, new_match, start_hand
+
+    if record.game != "anemone":
+        raise ValueError(f"not an Enemy Anemone record: {record.game!r}")
+    match = new_match(record)
+    for number, hand in enumerate(record.hands):
+        state = start_hand(match, hand, number)
+        for index, entry in enumerate(hand.actions):
+            seat = entry.seat
+            legal = state.legal_actions(seat) if seat is not None else []
+            observation = observe(state.view(seat), match.totals)
+            try:
+                state.apply(seat, entry.action, entry.ms)
+            except ValueError as error:
+                raise IllegalRecordAction(number, index, str(error)) from None
+            yield seat, observation, legal_mask(legal), action_index(entry.action)
+        if state.is_over:
+            match.finish_hand()
