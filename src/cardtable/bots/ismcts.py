@@ -4,10 +4,12 @@ Each simulation samples a determinization: the cards the seat cannot see (other 
 deck) dealt at random, consistent with what the seat knows: hand counts, the deck count, and the voids that
 forced discards revealed (a seat that discarded held no card of a suit not yet in that trick; with 2 seats only
 discards since the last draw count). The sample is rebuilt into a full :class:`AnemoneState` from the view
-(:meth:`AnemoneState.from_view`), then one tree walk runs over that determinization: UCB1 among the children
-legal in it (with availability counts), one expansion, a random playout to the hand's end. A playout is scored
-for each seat by its point margin over the mean of the other seats (plus a small value for anemones held, which
-help in later hands), divided by 10. The most visited root move is played.
+(:meth:`AnemoneState.from_view`; later samples only replace its hands and deck), then one tree walk runs over
+that determinization: UCB1 among the children legal in it (with availability counts), one expansion, a random
+playout to the hand's end (:func:`playout`, on the determinization's own lists: no events, no trick history; a
+test replays its moves through the engine's ``apply``). A playout is scored for each seat by its point margin
+over the mean of the other seats (plus a small value for anemones held, which help in later hands), divided by
+10. The most visited root move is played.
 
 Budgets (:data:`LEVELS`): a number of simulations and a wall-clock cap per move, whichever comes first.
 """
