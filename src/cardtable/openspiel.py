@@ -115,14 +115,15 @@ class EnemyAnemoneGame(pyspiel.Game):
 class _Core:
     """The state's Python side, copied quickly (OpenSpiel clones a state by deep-copying its attributes)."""
 
-    __slots__ = ("dealt", "leader", "match", "ms", "private", "public", "rewards")
+    __slots__ = ("dealt", "leader", "match", "ms", "player", "private", "public", "rewards")
 
     def __init__(self, options: AnemoneOptions) -> None:
         self.match = AnemoneMatch(options)
         self.dealt: list[int] = []
         self.leader: int | None = None
         self.ms = 0
-        self.public: list[str] = []
+        self.public: list[str | tuple[int, int]] = []  # a seat's action stays (seat, index) until shown
+        self.player = _CHANCE  # the player to act, kept up to date by the state
         self.private: list[list[tuple[int, str]]] = [[] for _ in range(options.players)]
         self.rewards = [0.0] * options.players
 
@@ -140,6 +141,7 @@ class _Core:
         other.leader = self.leader
         other.ms = self.ms
         other.public = self.public[:]
+        other.player = self.player
         other.private = [p[:] for p in self.private]
         other.rewards = self.rewards[:]
         return other
@@ -167,15 +169,10 @@ class EnemyAnemoneState(pyspiel.State):
 
     def _hand(self) -> AnemoneState | None:
         """The hand in play (``None`` while dealing or once the match is over)."""
-        match = self.core.match
-        hand = match.hand
-        if hand is None or hand.is_over or match.is_over or self._dealing():
-            return None
-        return hand
+        return self.core.match.hand if self.core.player >= 0 else None
 
     def _dealing(self) -> bool:
-        match = self.core.match
-        return not match.is_over and len(match.results) == match.round
+        return self.core.player == _CHANCE
 
     def _deal_size(self) -> int:
         players = self._options.players
@@ -188,12 +185,7 @@ class EnemyAnemoneState(pyspiel.State):
 
     def current_player(self) -> int:
         """The seat to act, ``pyspiel.PlayerId.CHANCE`` while dealing, ``TERMINAL`` once the match is over."""
-        match = self.core.match
-        if match.is_over:
-            return _TERMINAL
-        if len(match.results) == match.round:
-            return _CHANCE
-        return match.hand.turn  # type: ignore[union-attr]
+        return self.core.player
 
     def _legal_actions(self, player: int) -> list[int]:
         hand = self._hand()
@@ -223,7 +215,7 @@ class EnemyAnemoneState(pyspiel.State):
 
     def _apply_action(self, action: int) -> None:
         core = self.core
-        if self._dealing():
+        if core.player == _CHANCE:
             self._deal(int(action))  # a hand's rewards stay until the next seat acts
             return
         core.rewards = [0.0] * self._options.players
@@ -233,7 +225,7 @@ class EnemyAnemoneState(pyspiel.State):
         record_action = enc.index_action(int(action))
         events = hand.apply(seat, record_action, core.ms)
         core.ms += 1000
-        core.public.append(f"{seat}:{self._action_to_string(seat, int(action))}")
+        core.public.append((seat, int(action)))
         for event in events:
             if event["type"] == "drew":
                 core.private[event["seat"]].append((len(core.public), f"drew:{','.join(event['cards'])}"))
@@ -243,6 +235,18 @@ class EnemyAnemoneState(pyspiel.State):
             core.public.append(f"end:{','.join(str(p) for p in result.scores)}")
             core.dealt = []
             core.leader = None
+        self._update_player()
+
+    def _update_player(self) -> None:
+        match = self.core.match
+        if match.is_over:
+            self.core.player = _TERMINAL
+        elif len(match.results) == match.round:
+            self.core.player = _CHANCE
+        else:
+            hand = match.hand
+            assert hand is not None
+            self.core.player = hand.turn
 
     def _deal(self, outcome: int) -> None:
         core = self.core
@@ -267,6 +271,7 @@ class EnemyAnemoneState(pyspiel.State):
         core.match.start_hand(deal)
         core.ms = 0
         core.public.append(f"hand:{core.match.round}")
+        self._update_player()
 
     def _action_to_string(self, player: int, action: int) -> str:
         if player == pyspiel.PlayerId.CHANCE:
@@ -305,7 +310,7 @@ class EnemyAnemoneState(pyspiel.State):
             seed = int(probability_sampler() * 2**31) if callable(probability_sampler) else None
         rng = random.Random(seed)
         hands, deck = Determinizer(view).sample(rng)
-        round_start = max(i for i, token in enumerate(state.core.public) if token.startswith("hand:"))
+        round_start = _round_start(state.core.public)
         for seat in range(self._options.players):
             if seat == player_id:
                 continue
@@ -335,6 +340,15 @@ class EnemyAnemoneState(pyspiel.State):
             f"trick {[p['card'] for p in view['trick']]} points {view['points']} "
             f"totals {self.core.match.totals}"
         )
+
+
+def _round_start(public: list[str | tuple[int, int]]) -> int:
+    """Where the current (or last) hand's ``hand:N`` token is in ``public``; -1 before the first deal."""
+    for i in range(len(public) - 1, -1, -1):
+        token = public[i]
+        if isinstance(token, str) and token.startswith("hand:"):
+            return i
+    return -1
 
 
 class AnemoneObserver:
@@ -369,7 +383,7 @@ class AnemoneObserver:
             self.dict["view"][:] = enc.observe(hand.view(player), state.core.match.totals)
         if not self.perfect_recall:
             return
-        round_start = max((i for i, t in enumerate(state.core.public) if t.startswith("hand:")), default=-1)
+        round_start = _round_start(state.core.public)
         dealing = state._dealing()
         for index, token in state.core.private[player]:
             if token.startswith("dealt:") and (index > round_start or (not dealing and index == round_start)):
@@ -393,7 +407,10 @@ class AnemoneObserver:
         hand = core.match.hand
         own = ",".join(hand.view(player)["hand"]) if hand is not None else ""
         if self.perfect_recall:
-            tokens = list(core.public)
+            tokens = [
+                token if isinstance(token, str) else f"{token[0]}:{state._action_to_string(token[0], token[1])}"
+                for token in core.public
+            ]
             for index, token in reversed(core.private[player]):
                 tokens.insert(index, token)
             return f"p{player} " + " ".join(tokens) + f" | hand:{own}"
