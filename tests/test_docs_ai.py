@@ -62,3 +62,14 @@ def test_core_imports_none_of_the_ai_extra() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+@pytest.mark.parametrize(
+    "name", ["cardtable.envs.anemone_encoding", "cardtable.envs.anemone_v0", "cardtable.envs.nerts_v0"]
+)
+def test_module_examples(name: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
