@@ -75,7 +75,7 @@ class raw_env(AECEnv):
         size = enc.observation_size(players)
         self._observation_space = spaces.Dict(
             {
-                "observation": spaces.Box(0.0, 100.0, shape=(size,), dtype=np.float32),
+                "observation": spaces.Box(0.0, 1000.0, shape=(size,), dtype=np.float32),
                 "action_mask": spaces.Box(0, 1, shape=(enc.NUM_ACTIONS,), dtype=np.int8),
             }
         )
