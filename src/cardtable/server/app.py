@@ -18,6 +18,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 
+from cardtable.server import accounts, players
 from cardtable.server import bots as server_bots
 from cardtable.server.lobby import router
 from cardtable.server.manager import Manager
@@ -70,6 +71,9 @@ def create_app(db: str | None = None, settings: Settings | None = None) -> FastA
         return JSONResponse({"detail": str(error)}, status_code=error.status)
 
     app.include_router(router)
+    app.include_router(accounts.router)
+    app.include_router(players.router)
+    app.add_exception_handler(accounts.AccountError, accounts.account_error)
     app.add_api_websocket_route("/ws/tables/{table_id}", table_socket)
     if STATIC.is_dir():
         app.mount("/", StaticFiles(directory=STATIC, html=True), name="web")

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cardtable import bots
 from cardtable.games import game_names, get_game
+from cardtable.server.accounts import bind_seat
 from cardtable.server.manager import Manager
 
 router = APIRouter(prefix="/api")
@@ -84,6 +85,7 @@ async def create_table(body: CreateTable, request: Request) -> dict[str, Any]:
     table, seat, token = await _manager(request).create(
         body.game, body.options, seats, body.name, body.seed, body.grace_seconds
     )
+    token = await bind_seat(request, table, seat, token)
     return _seated(table.id, table.to_dict(), seat, token)
 
 
@@ -105,6 +107,7 @@ async def table_info(table_id: str, request: Request) -> dict[str, Any]:
 async def join_table(table_id: str, body: JoinTable, request: Request) -> dict[str, Any]:
     """Take a seat (the given one or the first open one)."""
     table, seat, token = await _manager(request).join(table_id, body.name, body.seat)
+    token = await bind_seat(request, table, seat, token)
     return _seated(table.id, table.to_dict(), seat, token)
 
 

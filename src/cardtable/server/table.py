@@ -21,6 +21,7 @@ from typing import Any
 from cardtable.engine import Action, Event, HandState, Match
 from cardtable.games import GameInfo
 from cardtable.server import messages
+from cardtable.server.results import record_finished
 from cardtable.server.store import SeatRow, Store, TableRow
 
 log = logging.getLogger("cardtable.server.table")
@@ -491,6 +492,7 @@ class Table:
                 seat.away_timer = None
         self.broadcast({"type": "table", "table": self.to_dict()})
         self._after_change()
+        await record_finished(self)
 
     # -- what connections see ---------------------------------------------------------------------------
 
