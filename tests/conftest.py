@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+
 from services import Postgres, new_database, postgres_cluster
 
 settings.register_profile(

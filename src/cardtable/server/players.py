@@ -105,6 +105,10 @@ async def player(name: str, request: Request) -> dict[str, Any]:
     return {"name": found.name, "kind": found.kind, "created": found.created, "games": games}
 
 
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
 def _cursor(finished: str, table_id: str) -> str:
     return f"{finished}~{table_id}"
 
@@ -148,7 +152,7 @@ async def player_matches(
     out = [{
         "table": row.table_id, "game": row.game, "finished": row.finished, "seat": row.seat, "players": row.players,
         "rank": row.rank, "won": bool(row.won), "points": row.points, "hands": row.hands, "stats": row.stats,
-        "ordinal_before": row.ordinal_before, "ordinal_after": row.ordinal_after, "seats": others[row.table_id],
+        "ordinal_before": _round(row.ordinal_before), "ordinal_after": _round(row.ordinal_after), "seats": others[row.table_id],
         "replay": f"/?replay={row.table_id}",
     } for row in rows]
     return {"matches": out, "next": _cursor(rows[-1].finished, rows[-1].table_id) if more and rows else None}
