@@ -76,7 +76,7 @@ def test_old_session_is_dead_after_sign_out(client: TestClient) -> None:
     cookie = client.cookies[COOKIE]
     client.delete("/api/session", headers=ORIGIN)
     client.cookies.set(COOKIE, cookie)
-    assert client.get("/api/me").json()["code"] == "not_signed_in"
+    assert client.get("/api/me").json()["code"] == "account.not_signed_in"
 
 
 def test_wrong_password_and_unknown_name_get_the_same_answer(client: TestClient) -> None:
@@ -85,7 +85,7 @@ def test_wrong_password_and_unknown_name_get_the_same_answer(client: TestClient)
     wrong = sign_in(client, "cy", "not the password")
     unknown = sign_in(client, "nobody-here", "not the password")
     assert wrong.status_code == unknown.status_code == 401
-    assert wrong.json() == unknown.json() == {"detail": "wrong name or password", "code": "bad_credentials",
+    assert wrong.json() == unknown.json() == {"detail": "wrong name or password", "code": "account.bad_credentials",
                                               "params": {}}
     assert COOKIE not in client.cookies
     assert client.get("/api/me").status_code == 401
@@ -97,7 +97,7 @@ def test_sign_in_attempts_are_limited_per_name(client: TestClient) -> None:
     for _ in range(MAX_FAILURES_PER_NAME):
         assert sign_in(client, "dee", "guess guess").status_code == 401
     limited = sign_in(client, "DEE")  # even the right password waits
-    assert limited.status_code == 429 and limited.json()["code"] == "too_many_attempts"
+    assert limited.status_code == 429 and limited.json()["code"] == "account.rate_limited"
     assert int(limited.headers["Retry-After"]) == limited.json()["params"]["retry_after_s"] > 0
     assert client.get("/api/me").status_code == 401
 
@@ -114,7 +114,7 @@ def test_sign_in_attempts_are_limited_per_address(client: TestClient) -> None:
 def test_names_are_unique_across_case_and_width(client: TestClient, variant: str) -> None:
     assert sign_up(client, "ana").status_code == 201
     taken = sign_up(client, variant)
-    assert taken.status_code == 409 and taken.json()["code"] == "name_taken"
+    assert taken.status_code == 409 and taken.json()["code"] == "account.name_taken"
     client.delete("/api/session", headers=ORIGIN)
     assert sign_in(client, variant).json()["name"] == "ana"
 
@@ -132,13 +132,13 @@ def test_bad_or_reserved_names_are_refused(lite: TestClient, name: str) -> None:
     response = sign_up(lite, name)
     assert response.status_code in (409, 422)
     if response.status_code == 409:
-        assert response.json()["code"] == "name_taken"
+        assert response.json()["code"] == "account.name_taken"
     assert lite.get("/api/me").status_code == 401
 
 
 def test_short_password_is_refused(client: TestClient) -> None:
     response = sign_up(client, "fay", "short")
-    assert response.status_code == 422 and response.json()["code"] == "password_invalid"
+    assert response.status_code == 422 and response.json()["code"] == "account.password_invalid"
 
 
 def test_cookie_flags(client: TestClient) -> None:
@@ -162,7 +162,7 @@ def test_cross_origin_requests_with_the_cookie_are_refused(client: TestClient) -
                      client.post("/api/session", json={"name": "ivy", "password": PASSWORD}, headers=evil),
                      client.delete("/api/me", headers={"Sec-Fetch-Site": "cross-site"})):
         assert response.status_code == 403, response.text
-        assert response.json()["code"] == "cross_origin"
+        assert response.json()["code"] == "account.cross_origin"
     assert client.get("/api/me").json()["name"] == "ivy"  # still signed in, still there
     # a table made from another site is a guest's: the cookie is not honoured there
     made = client.post("/api/tables", json={"game": "anemone", "options": {"players": 2}, "name": "x"}, headers=evil)

@@ -183,8 +183,8 @@ def test_a_match_against_a_bot_rates_the_player_and_the_bot(client: TestClient) 
     assert match["replay"] == f"/?replay={table_id}" and match["ordinal_after"] == anemone["rating"]["ordinal"]
     assert [s["kind"] for s in match["seats"]] == ["person", "bot"]
     assert client.get("/api/players/heuristic").json()["kind"] == "bot"
-    assert client.get("/api/players/nobody").json()["code"] == "unknown_player"
-    assert client.get("/api/leaderboard?game=chess").json()["code"] == "unknown_game"
+    assert client.get("/api/players/nobody").json()["code"] == "player.unknown"
+    assert client.get("/api/leaderboard?game=chess").json()["code"] == "game.unknown"
 
 
 def test_match_history_pages_newest_first(db_url: str) -> None:
@@ -212,7 +212,7 @@ def test_match_history_pages_newest_first(db_url: str) -> None:
                 break
         assert seen == ["m6", "m5", "m4", "m3", "m2", "m1", "m0"]
         assert client.get("/api/players/pager/matches?game=anemone").json()["matches"] == []
-        assert client.get("/api/players/pager/matches?before=nonsense").json()["code"] == "bad_cursor"
+        assert client.get("/api/players/pager/matches?before=nonsense").json()["code"] == "player.bad_cursor"
 
 
 def test_play_now_gives_strong_players_stronger_bots(db_url: str) -> None:

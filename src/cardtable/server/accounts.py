@@ -114,16 +114,16 @@ def name_key(name: str) -> str:
 
 
 def clean_name(raw: str) -> str:
-    """The name as stored (NFKC, trimmed); :class:`AccountError` 422 ``name_invalid`` for one that is empty, too
+    """The name as stored (NFKC, trimmed); :class:`AccountError` 422 ``account.name_invalid`` for one that is empty, too
     long, has characters other than letters, marks, digits and `` -_.'``, or a double space."""
     name = unicodedata.normalize("NFKC", raw).strip()
     if not 1 <= len(name) <= NAME_MAX:
-        raise AccountError(422, "name_invalid", f"a name has 1 to {NAME_MAX} characters", max=NAME_MAX)
+        raise AccountError(422, "account.name_invalid", f"a name has 1 to {NAME_MAX} characters", max=NAME_MAX)
     for ch in name:
         if unicodedata.category(ch)[0] not in "LMN" and ch not in _NAME_PUNCTUATION:
-            raise AccountError(422, "name_invalid", f"a name may not contain {ch!r}", char=ch, max=NAME_MAX)
+            raise AccountError(422, "account.name_invalid", f"a name may not contain {ch!r}", char=ch, max=NAME_MAX)
     if "  " in name:
-        raise AccountError(422, "name_invalid", "a name may not contain two spaces in a row", max=NAME_MAX)
+        raise AccountError(422, "account.name_invalid", "a name may not contain two spaces in a row", max=NAME_MAX)
     return name
 
 
@@ -201,10 +201,10 @@ def same_origin(request: Request) -> bool:
 
 
 def check_origin(request: Request, *, always: bool = False) -> None:
-    """:class:`AccountError` 403 ``cross_origin`` for a request from another site that carries the session cookie
+    """:class:`AccountError` 403 ``account.cross_origin`` for a request from another site that carries the session cookie
     (with ``always``: any request from another site, as for signing up and in)."""
     if (always or COOKIE in request.cookies) and not same_origin(request):
-        raise AccountError(403, "cross_origin", "requests that change state must come from this site")
+        raise AccountError(403, "account.cross_origin", "requests that change state must come from this site")
 
 
 def _set_cookie(request: Request, response: Response, session_id: str) -> None:
@@ -240,10 +240,10 @@ async def current_account(request: Request) -> Account | None:
 
 
 async def require_account(request: Request) -> Account:
-    """:func:`current_account`, or :class:`AccountError` 401 ``not_signed_in``."""
+    """:func:`current_account`, or :class:`AccountError` 401 ``account.not_signed_in``."""
     account = await current_account(request)
     if account is None:
-        raise AccountError(401, "not_signed_in", "you are not signed in")
+        raise AccountError(401, "account.not_signed_in", "you are not signed in")
     return account
 
 
@@ -269,15 +269,15 @@ def _me(account: Account) -> dict[str, Any]:
 
 @router.post("/accounts", status_code=201)
 async def sign_up(body: Credentials, request: Request, response: Response) -> dict[str, Any]:
-    """Make an account and sign in: ``{"id", "name"}`` and the session cookie. Refusals: 422 ``name_invalid``,
-    ``password_invalid``; 409 ``name_taken``; 403 ``cross_origin``."""
+    """Make an account and sign in: ``{"id", "name"}`` and the session cookie. Refusals: 422 ``account.name_invalid``,
+    ``account.password_invalid``; 409 ``account.name_taken``; 403 ``account.cross_origin``."""
     check_origin(request, always=True)
     name = clean_name(body.name)
     key = name_key(name)
     if key in reserved_names():
-        raise AccountError(409, "name_taken", f"the name {name!r} is taken", name=name)
+        raise AccountError(409, "account.name_taken", f"the name {name!r} is taken", name=name)
     if not PASSWORD_MIN <= len(body.password) <= PASSWORD_MAX:
-        raise AccountError(422, "password_invalid", f"a password has {PASSWORD_MIN} to {PASSWORD_MAX} characters",
+        raise AccountError(422, "account.password_invalid", f"a password has {PASSWORD_MIN} to {PASSWORD_MAX} characters",
                            min=PASSWORD_MIN, max=PASSWORD_MAX)
     password_hash = await asyncio.to_thread(_hasher.hash, body.password)
     made: list[int] = []
@@ -293,15 +293,15 @@ async def sign_up(body: Credentials, request: Request, response: Response) -> di
     store = _store(request)
     await store.write(fn)
     if not made:
-        raise AccountError(409, "name_taken", f"the name {name!r} is taken", name=name)
+        raise AccountError(409, "account.name_taken", f"the name {name!r} is taken", name=name)
     _set_cookie(request, response, await _new_session(store, made[0]))
     return _me(Account(made[0], name))
 
 
 @router.post("/session")
 async def sign_in(body: Credentials, request: Request, response: Response) -> dict[str, Any]:
-    """Sign in: ``{"id", "name"}`` and the session cookie. Refusals: 401 ``bad_credentials`` (unknown name or
-    wrong password, the same answer for both), 429 ``too_many_attempts`` (``retry_after_s``), 403 ``cross_origin``."""
+    """Sign in: ``{"id", "name"}`` and the session cookie. Refusals: 401 ``account.bad_credentials`` (unknown name or
+    wrong password, the same answer for both), 429 ``account.rate_limited`` (``retry_after_s``), 403 ``account.cross_origin``."""
     check_origin(request, always=True)
     limiter = _limiter(request)
     key = name_key(body.name.strip())[:200]
@@ -309,7 +309,7 @@ async def sign_in(body: Credentials, request: Request, response: Response) -> di
     wait = max(limiter.wait_s("name:" + key, MAX_FAILURES_PER_NAME),
                limiter.wait_s("addr:" + address, MAX_FAILURES_PER_ADDRESS))
     if wait:
-        raise AccountError(429, "too_many_attempts", f"too many failed sign-ins: try again in {wait} s",
+        raise AccountError(429, "account.rate_limited", f"too many failed sign-ins: try again in {wait} s",
                            retry_after_s=wait)
     a = ps.accounts
     store = _store(request)
@@ -324,7 +324,7 @@ async def sign_in(body: Credentials, request: Request, response: Response) -> di
     if row is None or not ok:
         limiter.fail("name:" + key)
         limiter.fail("addr:" + address)
-        raise AccountError(401, "bad_credentials", "wrong name or password")
+        raise AccountError(401, "account.bad_credentials", "wrong name or password")
     limiter.clear("name:" + key)
     _set_cookie(request, response, await _new_session(store, row.id))
     return _me(Account(row.id, row.name))
@@ -349,14 +349,14 @@ async def sign_out(request: Request) -> Response:
 
 @router.get("/me")
 async def me(request: Request) -> dict[str, Any]:
-    """The signed-in account ``{"id", "name"}``; 401 ``not_signed_in``."""
+    """The signed-in account ``{"id", "name"}``; 401 ``account.not_signed_in``."""
     return _me(await require_account(request))
 
 
 @router.delete("/me", status_code=204)
 async def delete_me(request: Request) -> Response:
     """Delete the signed-in account: its name is freed, its password, sessions and ratings go; its matches stay,
-    shown as a deleted player. 401 ``not_signed_in``, 403 ``cross_origin``."""
+    shown as a deleted player. 401 ``account.not_signed_in``, 403 ``account.cross_origin``."""
     check_origin(request)
     account = await require_account(request)
 
@@ -436,7 +436,7 @@ async def bind_seat(request: Request, table: Table, seat: int, token: str) -> st
 @router.get("/me/seats")
 async def my_seats(request: Request) -> list[dict[str, Any]]:
     """The seats the signed-in player holds at open tables and tables in play, each with its token (the same in
-    every browser): ``[{"table": TABLE, "seat", "token"}]``. 401 ``not_signed_in``."""
+    every browser): ``[{"table": TABLE, "seat", "token"}]``. 401 ``account.not_signed_in``."""
     account = await require_account(request)
     store = _store(request)
     sa = ps.seat_accounts

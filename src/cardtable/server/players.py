@@ -32,7 +32,7 @@ def _store(request: Request) -> Store:
 
 def _check_game(game: str) -> None:
     if game not in game_names():
-        raise AccountError(422, "unknown_game", f"unknown game {game!r}", game=game)
+        raise AccountError(422, "game.unknown", f"unknown game {game!r}", game=game)
 
 
 async def _find(conn: AsyncConnection, name: str) -> Any:
@@ -42,7 +42,7 @@ async def _find(conn: AsyncConnection, name: str) -> Any:
     if row is None:
         row = (await conn.execute(select(*cols).where(a.c.kind == "bot", a.c.name == name))).first()
     if row is None:
-        raise AccountError(404, "unknown_player", f"no player {name!r}", name=name)
+        raise AccountError(404, "player.unknown", f"no player {name!r}", name=name)
     return row
 
 
@@ -52,7 +52,7 @@ async def leaderboard(
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> list[dict[str, Any]]:
     """The best ``limit`` players of ``game`` by ordinal (``mu - 3 sigma``), people and bot levels alike:
-    ``[{"rank", "name", "kind", "ordinal", "mu", "sigma", "matches", "wins"}]``. 422 ``unknown_game``."""
+    ``[{"rank", "name", "kind", "ordinal", "mu", "sigma", "matches", "wins"}]``. 422 ``game.unknown``."""
     _check_game(game)
     r, a = ps.ratings, ps.accounts
     query = (select(a.c.name, a.c.kind, r.c.ordinal, r.c.mu, r.c.sigma, r.c.matches, r.c.wins)
@@ -70,7 +70,7 @@ async def player(name: str, request: Request) -> dict[str, Any]:
     """A player's page: ``{"name", "kind", "created", "games": {game: {"rating": {"ordinal", "mu", "sigma",
     "matches"} | null, "history": [{"at", "table", "ordinal"}] (oldest first, the last 200), "matches", "wins",
     "win_rate", "points_per_hand", and for Nerts "nerts_calls", "cards_left_per_hand", for Enemy Anemone
-    "anemones"}}}``. Only games played appear. 404 ``unknown_player``."""
+    "anemones"}}}``. Only games played appear. 404 ``player.unknown``."""
     r, h, p = ps.ratings, ps.rating_history, ps.player_stats
     async with _store(request).engine.connect() as conn:
         found = await _find(conn, name)
@@ -122,7 +122,7 @@ async def player_matches(
     """A player's matches, newest first: ``{"matches": [{"table", "game", "finished", "seat", "players", "rank",
     "won", "points", "hands", "stats", "ordinal_before", "ordinal_after", "seats": [{"seat", "name", "kind",
     "rank", "points"}], "replay"}], "next": cursor | null}``; pass ``next`` as ``before`` for the older page.
-    422 ``unknown_game`` or ``bad_cursor``; 404 ``unknown_player``."""
+    422 ``game.unknown`` or ``player.bad_cursor``; 404 ``player.unknown``."""
     if game is not None:
         _check_game(game)
     m, a = ps.match_seats, ps.accounts
@@ -134,7 +134,7 @@ async def player_matches(
         if before is not None:
             finished, sep, table_id = before.partition("~")
             if not sep:
-                raise AccountError(422, "bad_cursor", "before: pass the 'next' of the previous page")
+                raise AccountError(422, "player.bad_cursor", "before: pass the 'next' of the previous page")
             query = query.where(or_(m.c.finished < finished, and_(m.c.finished == finished, m.c.table_id < table_id)))
         query = query.order_by(m.c.finished.desc(), m.c.table_id.desc()).limit(limit + 1)
         rows = (await conn.execute(query)).all()
