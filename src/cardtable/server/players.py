@@ -121,7 +121,8 @@ async def player_matches(
 ) -> dict[str, Any]:
     """A player's matches, newest first: ``{"matches": [{"table", "game", "finished", "seat", "players", "rank",
     "won", "points", "hands", "stats", "ordinal_before", "ordinal_after", "seats": [{"seat", "name", "kind",
-    "rank", "points"}], "replay"}], "next": cursor | null}``; pass ``next`` as ``before`` for the older page.
+    "rank", "points"}], "replay"}], "next": cursor | null}``; a seat's ``name`` is its player's (a bot level's
+    spec, an account's name), a guest's seat name, or null for a deleted player (``kind`` ``guest``, ``deleted``); pass ``next`` as ``before`` for the older page.
     422 ``game.unknown`` or ``player.bad_cursor``; 404 ``player.unknown``."""
     if game is not None:
         _check_game(game)
@@ -142,12 +143,14 @@ async def player_matches(
         rows = rows[:limit]
         others: dict[str, list[dict[str, Any]]] = {row.table_id: [] for row in rows}
         if others:
-            seats_q = (select(m.c.table_id, m.c.seat, m.c.name, m.c.rank, m.c.points, a.c.kind, a.c.deleted)
+            seats_q = (select(m.c.table_id, m.c.seat, m.c.name, m.c.rank, m.c.points, a.c.kind, a.c.deleted,
+                              a.c.name.label("account_name"))
                        .select_from(m.outerjoin(a, a.c.id == m.c.account_id))
                        .where(m.c.table_id.in_(list(others))).order_by(m.c.table_id, m.c.seat))
             for s in await conn.execute(seats_q):
                 kind = "guest" if s.kind is None else ("deleted" if s.deleted else s.kind)
-                others[s.table_id].append({"seat": s.seat, "name": s.name, "kind": kind, "rank": s.rank,
+                shown = s.account_name if kind in ("person", "bot") else (None if kind == "deleted" else s.name)
+                others[s.table_id].append({"seat": s.seat, "name": shown, "kind": kind, "rank": s.rank,
                                            "points": s.points})
     out = [{
         "table": row.table_id, "game": row.game, "finished": row.finished, "seat": row.seat, "players": row.players,
