@@ -241,7 +241,7 @@ def test_play_now_gives_strong_players_stronger_bots(db_url: str) -> None:
         def choose(cookie: str | None) -> str:
             headers = [(b"cookie", f"{accounts.COOKIE}={cookie}".encode())] if cookie else []
             request = Request({"type": "http", "headers": headers, "app": app})
-            result: str = portal.call(play_now_bot, request, "nerts", BOTS, "greedy:medium")
+            result: str = portal.call(play_now_bot, request, "nerts", "greedy:medium")
             return result
 
         async def session_of(name: str) -> str:
@@ -253,3 +253,49 @@ def test_play_now_gives_strong_players_stronger_bots(db_url: str) -> None:
         assert choose(None) == "greedy:medium"  # a guest keeps medium
         assert choose(portal.call(session_of, "newbie")) == "greedy:medium"  # not rated yet: medium
         assert choose(portal.call(session_of, "ace")) == "greedy:hard"
+
+
+def test_a_nerts_match_records_calls_and_cards_left(client: TestClient) -> None:
+    client.post("/api/accounts", json={"name": "Sol", "password": "long enough"}, headers=ORIGIN)
+    made = client.post("/api/tables", headers=ORIGIN, json={
+        "game": "nerts", "options": {"players": 2, "nerts_pile_size": 5, "target_score": 10}, "name": "Sol",
+        "seats": [{"kind": "open"}, {"kind": "bot", "bot": "greedy:hard"}], "seed": 3}).json()
+    table_id, token = made["table"]["id"], made["token"]
+    client.post(f"/api/tables/{table_id}/start", json={"token": token})
+    client.post(f"/api/tables/{table_id}/leave", json={"token": token})
+    table = wait_finished(client, table_id, 240)
+    deadline = time.monotonic() + 30
+    while not (page := client.get("/api/players/sol").json())["games"] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    nerts = page["games"]["nerts"]
+    record = client.get(f"/api/tables/{table_id}/record").json()
+    hands = len(record["hands"])
+    calls = sum(1 for h in record["hands"] for a in h["actions"] if a["action"]["type"] == "nerts" and a["seat"] == 0)
+    assert nerts["matches"] == 1 and nerts["nerts_calls"] == calls
+    assert nerts["points_per_hand"] == pytest.approx(table["totals"][0] / hands, abs=1e-3)
+    assert 0 <= nerts["cards_left_per_hand"] <= 5
+    match = client.get("/api/players/sol/matches?game=nerts").json()["matches"][0]
+    assert match["hands"] == hands and match["stats"]["nerts_calls"] == calls
+    assert match["stats"]["cards_left"] == pytest.approx(nerts["cards_left_per_hand"] * hands, abs=1e-2)
+    bot = client.get("/api/players/greedy:hard").json()["games"]["nerts"]
+    assert bot["matches"] == 1 and bot["rating"] is not None
+
+
+def test_a_deleted_players_matches_stay(client: TestClient) -> None:
+    client.post("/api/accounts", json={"name": "Tao", "password": "long enough"}, headers=ORIGIN)
+    made = client.post("/api/tables", headers=ORIGIN, json={
+        "game": "anemone", "options": {"players": 2, "rounds": 1}, "name": "Tao",
+        "seats": [{"kind": "open"}, {"kind": "bot", "bot": "random"}]}).json()
+    table_id, token = made["table"]["id"], made["token"]
+    client.post(f"/api/tables/{table_id}/start", json={"token": token})
+    client.post(f"/api/tables/{table_id}/leave", json={"token": token})
+    wait_finished(client, table_id)
+    deadline = time.monotonic() + 30
+    while not client.get("/api/players/random/matches").json().get("matches") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert client.delete("/api/me", headers=ORIGIN).status_code == 204
+    match = client.get("/api/players/random/matches").json()["matches"][0]
+    assert match["table"] == table_id
+    assert match["seats"][0] == {"seat": 0, "name": None, "kind": "deleted", "rank": match["seats"][0]["rank"],
+                                 "points": match["seats"][0]["points"]}
+    assert [row["name"] for row in client.get("/api/leaderboard?game=anemone").json()] == ["random"]

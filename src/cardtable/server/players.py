@@ -161,10 +161,20 @@ async def player_matches(
     return {"matches": out, "next": _cursor(rows[-1].finished, rows[-1].table_id) if more and rows else None}
 
 
-async def play_now_bot(request: Request, game: str, levels: list[str], default: str) -> str:
+PLAY_NOW_LADDER: dict[str, list[str]] = {
+    "nerts": ["greedy:easy", "greedy:medium", "greedy:hard"],
+    "anemone": ["random", "heuristic", "ismcts:easy", "ismcts:medium", "ismcts:hard"],
+}
+"""The bot levels Play now chooses among, by game."""
+
+
+async def play_now_bot(request: Request, game: str, default: str, levels: list[str] | None = None) -> str:
     """The bot level Play now seats against the requesting player: for a signed-in player rated in ``game``, the
-    one of ``levels`` whose rating is nearest theirs (:func:`cardtable.ratings.bot_level_for`; levels not rated
-    yet are left out); ``default`` for a guest, an unrated player or an unrated ladder."""
+    one of ``levels`` (default :data:`PLAY_NOW_LADDER`) whose rating is nearest theirs
+    (:func:`cardtable.ratings.bot_level_for`; levels not rated yet are left out); ``default`` for a guest, an
+    unrated player or an unrated ladder."""
+    if levels is None:
+        levels = PLAY_NOW_LADDER.get(game, [])
     account = await current_account(request)
     if account is None:
         return default
