@@ -136,6 +136,7 @@ async def fill(url: str, accounts: int, matches: int, seed: int) -> dict[str, in
             counts[table] = counts.get(table, 0) + len(rows)
         conn.commit()
         conn.execute("ANALYZE")
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.close()
     else:
         import asyncpg

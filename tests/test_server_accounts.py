@@ -13,7 +13,12 @@ from argon2 import PasswordHasher
 from starlette.testclient import TestClient
 
 from cardtable.server import accounts
-from cardtable.server.accounts import COOKIE, MAX_FAILURES_PER_ADDRESS, MAX_FAILURES_PER_NAME
+from cardtable.server.accounts import (
+    COOKIE,
+    MAX_FAILURES_PER_ADDRESS,
+    MAX_FAILURES_PER_NAME,
+    MAX_SIGN_UPS_PER_ADDRESS,
+)
 from cardtable.server.app import create_app
 from cardtable.server.table import Settings
 
@@ -108,6 +113,14 @@ def test_sign_in_attempts_are_limited_per_address(client: TestClient) -> None:
     for i in range(MAX_FAILURES_PER_ADDRESS):
         assert sign_in(client, f"someone{i}", "guess guess").status_code == 401
     assert sign_in(client, "eve").status_code == 429
+
+
+def test_sign_ups_are_limited_per_address(lite: TestClient) -> None:
+    for i in range(MAX_SIGN_UPS_PER_ADDRESS):
+        assert sign_up(lite, f"maker{i}").status_code == 201
+    limited = sign_up(lite, "one-more")
+    assert limited.status_code == 429 and limited.json()["code"] == "account.rate_limited"
+    assert sign_in(lite, "maker0").status_code == 200  # signing in is not limited by it
 
 
 @pytest.mark.parametrize("variant", ["ANA", "ａｎａ", "Ａna", " ana "])

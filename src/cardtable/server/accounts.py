@@ -64,6 +64,9 @@ MAX_FAILURES_PER_ADDRESS = 20
 FAILURE_WINDOW_S = 15 * 60.0
 """Failed sign-ins allowed per name and per address within the window (seconds) before ``429``."""
 
+MAX_SIGN_UPS_PER_ADDRESS = 20
+"""Accounts one address may make within the same window (each costs an Argon2 hash)."""
+
 _NAME_PUNCTUATION = set(" -_.'")
 _hasher = PasswordHasher()
 """Argon2id with argon2-cffi's default (RFC 9106 low-memory) parameters."""
@@ -269,9 +272,16 @@ def _me(account: Account) -> dict[str, Any]:
 
 @router.post("/accounts", status_code=201)
 async def sign_up(body: Credentials, request: Request, response: Response) -> dict[str, Any]:
-    """Make an account and sign in: ``{"id", "name"}`` and the session cookie. Refusals: 422 ``account.name_invalid``,
+    """Make an account and sign in: ``{"id", "name"}`` and the session cookie. Refusals: 429 ``account.rate_limited``
+    (too many accounts from one address), 422 ``account.name_invalid``,
     ``account.password_invalid``; 409 ``account.name_taken``; 403 ``account.cross_origin``."""
     check_origin(request, always=True)
+    address = "signup:" + (request.client.host if request.client else "?")
+    limiter = _limiter(request)
+    wait = limiter.wait_s(address, MAX_SIGN_UPS_PER_ADDRESS)
+    if wait:
+        raise AccountError(429, "account.rate_limited", f"too many new accounts: try again in {wait} s",
+                           retry_after_s=wait)
     name = clean_name(body.name)
     key = name_key(name)
     if key in reserved_names():
@@ -279,6 +289,7 @@ async def sign_up(body: Credentials, request: Request, response: Response) -> di
     if not PASSWORD_MIN <= len(body.password) <= PASSWORD_MAX:
         raise AccountError(422, "account.password_invalid", f"a password has {PASSWORD_MIN} to {PASSWORD_MAX} characters",
                            min=PASSWORD_MIN, max=PASSWORD_MAX)
+    limiter.fail(address)
     password_hash = await asyncio.to_thread(_hasher.hash, body.password)
     made: list[int] = []
 
