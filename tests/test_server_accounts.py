@@ -66,10 +66,12 @@ def test_sign_up_in_out_and_me(client: TestClient) -> None:
     assert_no_secret(made)
     me = client.get("/api/me")
     assert me.status_code == 200 and me.json() == made.json()
+    assert client.get("/api/session").json() == {"account": made.json()}
     assert_no_secret(me)
     out = client.delete("/api/session", headers=ORIGIN)
     assert out.status_code == 204
     assert client.get("/api/me").status_code == 401
+    assert client.get("/api/session").json() == {"account": None}
     again = sign_in(client, "ana")
     assert again.status_code == 200 and again.json() == made.json()
     assert_no_secret(again)

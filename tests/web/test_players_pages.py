@@ -44,6 +44,7 @@ def shoot(browser: Browser, server: str, shots: Path, path: str, name: str, cook
             page = ctx.new_page()
             errors: list[str] = []
             page.on("pageerror", lambda e, errors=errors: errors.append(str(e)))
+            page.on("console", lambda m, errors=errors: errors.append(m.text) if m.type == "error" else None)
             page.goto(server + "/?howto=nerts")
             page.evaluate("lang => localStorage.setItem('ct.lang', lang)", lang)
             page.goto(server + path)
@@ -66,6 +67,7 @@ def test_sign_up_play_a_bot_and_see_the_rating(browser: Browser, server: str, sc
     page = ctx.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     page.goto(server + "/")
     page.click(".acctnav a.signin")
     page.fill("#signup-name", "Mirae 미래")

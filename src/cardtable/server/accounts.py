@@ -358,6 +358,14 @@ async def sign_out(request: Request) -> Response:
     return response
 
 
+@router.get("/session")
+async def session(request: Request) -> dict[str, Any]:
+    """Who is signed in, for pages that show it: ``{"account": {"id", "name"}}`` or ``{"account": null}`` (never
+    a refusal, so that a guest's page logs no error)."""
+    account = await current_account(request)
+    return {"account": None if account is None else _me(account)}
+
+
 @router.get("/me")
 async def me(request: Request) -> dict[str, Any]:
     """The signed-in account ``{"id", "name"}``; 401 ``account.not_signed_in``."""

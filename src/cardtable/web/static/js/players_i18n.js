@@ -64,5 +64,5 @@ export async function call(method, path, body) {
 
 /** The signed-in account {id, name}, or null. */
 export async function whoAmI() {
-  try { return await call('GET', '/api/me'); } catch { return null; }
+  try { return (await call('GET', '/api/session')).account; } catch { return null; }
 }
