@@ -67,3 +67,10 @@ def test_bot_level_is_the_nearest(ordinal: float, ladder: dict[str, float]) -> N
 def test_bot_level_defaults_for_guests_and_empty_ladders() -> None:
     assert ratings.bot_level_for(None, {"a": 1.0}, "medium") == "medium"
     assert ratings.bot_level_for(3.0, {}, "medium") == "medium"
+
+
+def test_the_examples_in_the_docstrings_run() -> None:
+    import doctest
+
+    result = doctest.testmod(ratings)
+    assert result.attempted > 0 and result.failed == 0
