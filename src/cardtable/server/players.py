@@ -55,9 +55,13 @@ async def leaderboard(
     ``[{"rank", "name", "kind", "ordinal", "mu", "sigma", "matches", "wins"}]``. 422 ``game.unknown``."""
     _check_game(game)
     r, a = ps.ratings, ps.accounts
-    query = (select(a.c.name, a.c.kind, r.c.ordinal, r.c.mu, r.c.sigma, r.c.matches, r.c.wins)
-             .select_from(r.join(a, a.c.id == r.c.account_id))
-             .where(r.c.game == game, a.c.deleted == 0).order_by(r.c.ordinal.desc(), r.c.account_id).limit(limit))
+    # the best rows straight from the (game, ordinal, account_id) index, then their names (a deleted account has
+    # no ratings left)
+    top = (select(r.c.account_id, r.c.ordinal, r.c.mu, r.c.sigma, r.c.matches, r.c.wins).where(r.c.game == game)
+           .order_by(r.c.ordinal.desc(), r.c.account_id.desc()).limit(limit).subquery())
+    query = (select(a.c.name, a.c.kind, top.c.ordinal, top.c.mu, top.c.sigma, top.c.matches, top.c.wins)
+             .select_from(top.join(a, a.c.id == top.c.account_id))
+             .order_by(top.c.ordinal.desc(), top.c.account_id.desc()))
     async with _store(request).engine.connect() as conn:
         rows = (await conn.execute(query)).all()
     return [{"rank": i + 1, "name": row.name, "kind": row.kind, "ordinal": round(row.ordinal, 3),

@@ -43,7 +43,7 @@ ratings = Table(
     Column("matches", Integer, nullable=False),
     Column("wins", Integer, nullable=False),
     Column("updated", String(32), nullable=False),
-    Index("ix_ratings_game_ordinal", "game", "ordinal"),
+    Index("ix_ratings_game_ordinal", "game", "ordinal", "account_id"),
 )
 
 rating_history = Table(

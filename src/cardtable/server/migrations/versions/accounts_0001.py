@@ -45,7 +45,7 @@ def upgrade() -> None:
         sa.Column("wins", sa.Integer, nullable=False),
         sa.Column("updated", sa.String(32), nullable=False),
     )
-    op.create_index("ix_ratings_game_ordinal", "ratings", ["game", "ordinal"])
+    op.create_index("ix_ratings_game_ordinal", "ratings", ["game", "ordinal", "account_id"])
     op.create_table(
         "rating_history",
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
