@@ -252,7 +252,16 @@ def test_play_now_gives_strong_players_stronger_bots(db_url: str) -> None:
 
         assert choose(None) == "greedy:medium"  # a guest keeps medium
         assert choose(portal.call(session_of, "newbie")) == "greedy:medium"  # not rated yet: medium
-        assert choose(portal.call(session_of, "ace")) == "greedy:hard"
+        ace = portal.call(session_of, "ace")
+        assert choose(ace) == "greedy:hard"
+        # and through Play now itself: a guest gets medium bots, ace hard ones, at a table of their own
+        guest = client.post("/api/play", json={"game": "nerts", "name": "guest"}).json()
+        assert {s.get("bot") for s in guest["table"]["seats"][1:]} == {"greedy:medium"}
+        client.cookies.set(accounts.COOKIE, ace)
+        mine = client.post("/api/play", json={"game": "nerts", "name": "whoever"}, headers=ORIGIN).json()
+        assert mine["table"]["id"] != guest["table"]["id"]
+        assert {s.get("bot") for s in mine["table"]["seats"][1:]} == {"greedy:hard"}
+        assert mine["table"]["seats"][0]["name"] == "ace"
 
 
 def test_a_nerts_match_records_calls_and_cards_left(client: TestClient) -> None:
