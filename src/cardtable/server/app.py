@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from cardtable.server import accounts, players
 from cardtable.server import bots as server_bots
 from cardtable.server.guard import BodyGuard, describe_validation_errors, error_body, guarded_h11
 from cardtable.server.lobby import router
@@ -103,6 +104,9 @@ def create_app(db: str | None = None, settings: Settings | None = None) -> FastA
     app.add_middleware(BodyGuard, max_body_bytes=settings.max_body_bytes, max_header_bytes=settings.max_header_bytes)
 
     app.include_router(router)
+    app.include_router(accounts.router)
+    app.include_router(players.router)
+    app.add_exception_handler(accounts.AccountError, accounts.account_error)
     app.add_api_websocket_route("/ws/tables/{table_id}", table_socket)
     if STATIC.is_dir():
         app.mount("/", StaticFiles(directory=STATIC, html=True), name="web")

@@ -15,8 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cardtable import bots
 from cardtable.games import game_names, get_game
+from cardtable.server.accounts import bind_seat
 from cardtable.server.guard import ErrorBody
 from cardtable.server.manager import PLAY_NOW_BOTS, Manager
+from cardtable.server.players import play_now_bot
 
 router = APIRouter(prefix="/api")
 
@@ -127,11 +129,14 @@ async def list_games() -> list[dict[str, Any]]:
 @router.post("/play", responses=_errors(413, 422, 429))
 async def play_now(body: PlayNow, request: Request) -> dict[str, Any]:
     """Play now: a seat at the oldest waiting table of the game with a free seat, else a new 4-seat table against
-    three medium bots that starts by itself after a short wait (``TABLE.starts_at``). Counted like a new table
-    against the address's ``creates_per_minute`` (``429`` beyond)."""
+    three medium bots that starts by itself after a short wait (``TABLE.starts_at``). A signed-in player rated in
+    the game gets bots of the level nearest their rating instead (``docs/protocol.md``, "Accounts and players").
+    Counted like a new table against the address's ``creates_per_minute`` (``429`` beyond)."""
     manager = _manager(request)
     manager.allow_create(request.client.host if request.client else "?")
-    table, seat, token = await manager.play_now(body.game, body.name)
+    bot = await play_now_bot(request, body.game, PLAY_NOW_BOTS.get(body.game, ""))
+    table, seat, token = await manager.play_now(body.game, body.name, bot or None)
+    token = await bind_seat(request, table, seat, token)
     return _seated(table.id, table.to_dict(), seat, token)
 
 
@@ -145,6 +150,7 @@ async def create_table(body: CreateTable, request: Request) -> dict[str, Any]:
     table, seat, token = await manager.create(
         body.game, body.options, seats, body.name, body.seed, body.grace_seconds, body.autostart
     )
+    token = await bind_seat(request, table, seat, token)
     return _seated(table.id, table.to_dict(), seat, token)
 
 
@@ -177,6 +183,7 @@ async def table_info(table_id: str, request: Request) -> dict[str, Any]:
 async def join_table(table_id: str, body: JoinTable, request: Request) -> dict[str, Any]:
     """Take a seat (the given one or the first open one)."""
     table, seat, token = await _manager(request).join(table_id, body.name, body.seat)
+    token = await bind_seat(request, table, seat, token)
     return _seated(table.id, table.to_dict(), seat, token)
 
 

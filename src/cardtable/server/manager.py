@@ -243,13 +243,15 @@ class Manager:
             self.arm_autostart(table, self.settings.solo_start_s, on_hello=True)
         return table, first_open.seat, token
 
-    async def play_now(self, game: str, name: str) -> tuple[Table, int, str]:
+    async def play_now(self, game: str, name: str, bot: str | None = None) -> tuple[Table, int, str]:
         """Seat ``name`` at once: at the oldest waiting table of ``game`` with a free seat (an open seat, or a bot
         seat a person may take), or else at a new 4-seat table against three medium bots (:data:`PLAY_NOW_BOTS`)
         that others may still join and that starts by itself after ``Settings.play_now_start_s``.
 
         Calls are serialised, so two people pressing Play now together share one table. Returns the table, the
-        seat and its token; ``TableError`` 422 (``game.unknown``) for an unknown game.
+        seat and its token; ``TableError`` 422 (``game.unknown``) for an unknown game. ``bot`` (a signed-in
+        player's level, ``cardtable.server.players.play_now_bot``) replaces the medium bots, and then only waiting
+        tables without other bots are joined.
         """
         if game not in PLAY_NOW_BOTS:
             raise TableError(422, "game.unknown", f"unknown game {game!r} (known: {', '.join(PLAY_NOW_BOTS)})",
@@ -260,11 +262,13 @@ class Manager:
                     continue
                 if not any(s.row.kind == "open" or (s.row.kind == "bot" and s.replaceable) for s in table.seats):
                     continue
+                if bot is not None and any(s.row.kind == "bot" and s.row.bot != bot for s in table.seats):
+                    continue
                 try:
                     return await self.join(table.id, name, None)
                 except TableError:
                     continue  # it filled or started meanwhile: look further
-            bot = PLAY_NOW_BOTS[game]
+            bot = bot or PLAY_NOW_BOTS[game]
             seats = [{"kind": "open"}] + [{"kind": "bot", "bot": bot}] * (PLAY_NOW_SEATS - 1)
             table, seat, token = await self.create(game, {"players": PLAY_NOW_SEATS}, seats, name, None, None,
                                                    autostart=False)

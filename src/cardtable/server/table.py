@@ -23,6 +23,7 @@ from cardtable.games import GameInfo
 from cardtable.server import messages
 from cardtable.server.bots import drive_seat
 from cardtable.server.play import Peer, Play
+from cardtable.server.results import record_finished
 from cardtable.server.store import SeatRow, Store, TableRow
 
 log = logging.getLogger("cardtable.server.table")
@@ -574,6 +575,7 @@ class Table:
                 seat.away_timer = None
         self.announce()
         self._after_change()
+        await record_finished(self)
 
     async def end(self, status: str) -> None:
         """End the table early (the expiry sweep, on the owner): ``closed`` for an open table nobody came to,

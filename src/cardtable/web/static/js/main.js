@@ -2,8 +2,10 @@
 //   /                  lobby            /?table=ID         a table (your seat, or join, or watch)
 //   /?table=ID&watch=1 watch a table    /?replay=ID        replay a finished game
 //   /?howto=nerts      how to play (nerts | anemone)
+//   /?account=1        sign up, sign in, your account   /?leaderboard=GAME  a leaderboard   /?player=NAME  a player
 import { h, fill } from './util.js';
 import { initI18n, setLanguage, currentLanguage, LANGS, t } from './i18n.js';
+import { accountNav } from './account.js';
 
 const css = document.createElement('link');
 css.rel = 'stylesheet';
@@ -31,6 +33,7 @@ function header() {
       h('span.logo', { 'aria-hidden': 'true', text: '♠♥' }), t('app.title')),
     h('nav', {}, link('/', 'nav.lobby'), link('/?howto=nerts', 'nav.howto_nerts', '.long'),
       link('/?howto=anemone', 'nav.howto_anemone', '.long'), link('/?howto=nerts', 'nav.rules', '.short'),
+      accountNav(navigate),
       h('label.langpick', {}, h('span.sr', { text: t('nav.language') }), langSel)));
 }
 
@@ -51,6 +54,10 @@ export async function route() {
   } else if (q.get('howto')) {
     mod = await import('./howto.js');
     cleanup = mod.showHowto(main, q.get('howto'));
+  } else if (q.get('account') || q.get('leaderboard') || q.get('player')) {
+    mod = await import(q.get('account') ? './account.js' : q.get('leaderboard') ? './leaderboard.js' : './player.js');
+    cleanup = q.get('account') ? mod.showAccount(main, navigate)
+      : q.get('leaderboard') ? mod.showLeaderboard(main, q.get('leaderboard'), navigate) : mod.showPlayer(main, q.get('player'), navigate);
   } else {
     mod = await import('./lobby.js');
     cleanup = mod.showLobby(main);

@@ -1,0 +1,475 @@
+"""Accounts and sessions (``docs/protocol.md``, "Accounts and players"): sign up, sign in, sign out, who am I,
+delete, and the seats a signed-in player holds.
+
+Accounts are optional: guests play exactly as before. A password is stored only as an Argon2 hash (argon2-cffi);
+a session is a random id in an HttpOnly, SameSite=Lax cookie (``Secure`` over HTTPS) whose SHA-256 is stored.
+Failed sign-ins are limited per name and per address. Names are unique after NFKC normalisation and case
+folding, 1 to 24 characters. Every request that changes state with the cookie must come from the page's own
+origin (``Origin``, else ``Sec-Fetch-Site``), so another site cannot act for a signed-in player.
+
+A signed-in player's seat is tied to the account: its token is derived from a server key, the table, the seat and
+the account (HMAC), so ``GET /api/me/seats`` gives it again in any browser where the player signs in.
+
+Refusals are ``4xx {"detail": reason, "code": code, "params": {...}}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import functools
+import hashlib
+import hmac
+import secrets
+import time
+import unicodedata
+from collections import deque
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.engine import Connection
+
+from cardtable import bots
+from cardtable.games import game_names
+from cardtable.server import players_schema as ps
+from cardtable.server.store import Store
+from cardtable.server.tokens import hash_token
+
+if TYPE_CHECKING:
+    from cardtable.server.table import Table
+
+router = APIRouter(prefix="/api", tags=["accounts"])
+
+COOKIE = "ct_session"
+"""The session cookie's name."""
+
+SESSION_DAYS = 30
+"""A session lasts this many days."""
+
+NAME_MAX = 24
+"""Most characters in a name (after NFKC normalisation)."""
+
+PASSWORD_MIN, PASSWORD_MAX = 8, 200
+"""Password length bounds, in characters."""
+
+MAX_FAILURES_PER_NAME = 5
+MAX_FAILURES_PER_ADDRESS = 20
+FAILURE_WINDOW_S = 15 * 60.0
+"""Failed sign-ins allowed per name and per address within the window (seconds) before ``429``."""
+
+MAX_SIGN_UPS_PER_ADDRESS = 20
+"""Accounts one address may make within the same window (each costs an Argon2 hash)."""
+
+_NAME_PUNCTUATION = set(" -_.'")
+_hasher = PasswordHasher()
+"""Argon2id with argon2-cffi's default (RFC 9106 low-memory) parameters."""
+
+
+@functools.cache
+def _dummy_hash() -> str:
+    """A hash checked for unknown names, so that they take as long to refuse as a wrong password."""
+    return _hasher.hash(secrets.token_urlsafe(16))
+
+
+class AccountError(Exception):
+    """A refused accounts request: HTTP ``status``, a stable ``code``, a reason and its ``params``."""
+
+    def __init__(self, status: int, code: str, detail: str, **params: Any) -> None:
+        super().__init__(detail)
+        self.status, self.code, self.detail, self.params = status, code, detail, params
+
+
+async def account_error(_request: Request, error: Exception) -> JSONResponse:
+    """The app's handler for :class:`AccountError`: ``{"detail", "code", "params"}`` with its status."""
+    assert isinstance(error, AccountError)
+    headers = {"Retry-After": str(error.params["retry_after_s"])} if "retry_after_s" in error.params else None
+    return JSONResponse({"detail": error.detail, "code": error.code, "params": error.params},
+                        status_code=error.status, headers=headers)
+
+
+def now_iso() -> str:
+    """The current UTC time as ``2026-11-22T21:00:00Z``."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# -- names --------------------------------------------------------------------------------------------------
+
+def reserved_names() -> set[str]:
+    """Name keys people may not take: every bot spec and bot family (bots are players on the leaderboards)."""
+    out = {"bot", "guest", "deleted"}
+    for game in game_names():
+        for info in bots.bot_infos(game):
+            out.add(name_key(info.spec))
+            out.add(name_key(info.spec.split(":")[0]))
+    return out
+
+
+def name_key(name: str) -> str:
+    """The form names are compared in: NFKC, case folded, NFKC again (``"ＡＮＡ"`` and ``"ana"`` are one name)."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
+
+
+def clean_name(raw: str) -> str:
+    """The name as stored (NFKC, trimmed); :class:`AccountError` 422 ``account.name_invalid`` for one that is empty, too
+    long, has characters other than letters, marks, digits and `` -_.'``, or a double space."""
+    name = unicodedata.normalize("NFKC", raw).strip()
+    if not 1 <= len(name) <= NAME_MAX:
+        raise AccountError(422, "account.name_invalid", f"a name has 1 to {NAME_MAX} characters", max=NAME_MAX)
+    for ch in name:
+        if unicodedata.category(ch)[0] not in "LMN" and ch not in _NAME_PUNCTUATION:
+            raise AccountError(422, "account.name_invalid", f"a name may not contain {ch!r}", char=ch, max=NAME_MAX)
+    if "  " in name:
+        raise AccountError(422, "account.name_invalid", "a name may not contain two spaces in a row", max=NAME_MAX)
+    return name
+
+
+# -- the sign-in limiter --------------------------------------------------------------------------------------
+
+class Limiter:
+    """Failed sign-ins per key (a name key, an address) in a sliding window of ``window_s`` seconds."""
+
+    def __init__(self, window_s: float = FAILURE_WINDOW_S) -> None:
+        self.window_s = window_s
+        self._failures: dict[str, deque[float]] = {}
+
+    def _recent(self, key: str, now: float) -> deque[float]:
+        times = self._failures.setdefault(key, deque())
+        while times and times[0] <= now - self.window_s:
+            times.popleft()
+        return times
+
+    def wait_s(self, key: str, limit: int) -> int:
+        """Seconds until ``key`` may try again (0: now)."""
+        now = time.monotonic()
+        times = self._recent(key, now)
+        if len(times) < limit:
+            if not times:
+                self._failures.pop(key, None)
+            return 0
+        return max(1, int(times[-limit] + self.window_s - now + 0.999))
+
+    def fail(self, key: str) -> None:
+        """Count one failure for ``key``."""
+        now = time.monotonic()
+        self._recent(key, now).append(now)
+        if len(self._failures) > 100_000:  # bounded memory: forget the quietest keys
+            for old in [k for k, v in self._failures.items() if not v][:50_000]:
+                del self._failures[old]
+
+    def clear(self, key: str) -> None:
+        """Forget ``key``'s failures (after a successful sign-in)."""
+        self._failures.pop(key, None)
+
+
+# -- request bodies -----------------------------------------------------------------------------------------
+
+class Credentials(BaseModel):
+    """``POST /api/accounts`` and ``POST /api/session`` bodies."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=100)
+    password: str = Field(min_length=1, max_length=PASSWORD_MAX)
+
+
+# -- plumbing -------------------------------------------------------------------------------------------------
+
+def _store(request: Request) -> Store:
+    store: Store = request.app.state.store
+    return store
+
+
+def _limiter(request: Request) -> Limiter:
+    limiter: Limiter | None = getattr(request.app.state, "sign_in_limiter", None)
+    if limiter is None:
+        limiter = request.app.state.sign_in_limiter = Limiter()
+    return limiter
+
+
+def same_origin(request: Request) -> bool:
+    """True unless the request says it comes from another site: an ``Origin`` whose host is not this ``Host``,
+    or, without ``Origin``, ``Sec-Fetch-Site: cross-site``. Clients that are not browsers send neither."""
+    origin = request.headers.get("origin")
+    if origin is not None:
+        host = request.headers.get("host", "")
+        _, _, rest = origin.partition("://")
+        return origin != "null" and rest.rstrip("/") == host
+    return request.headers.get("sec-fetch-site", "same-origin") != "cross-site"
+
+
+def check_origin(request: Request, *, always: bool = False) -> None:
+    """:class:`AccountError` 403 ``account.cross_origin`` for a request from another site that carries the session cookie
+    (with ``always``: any request from another site, as for signing up and in)."""
+    if (always or COOKIE in request.cookies) and not same_origin(request):
+        raise AccountError(403, "account.cross_origin", "requests that change state must come from this site")
+
+
+def _set_cookie(request: Request, response: Response, session_id: str) -> None:
+    response.set_cookie(
+        COOKIE, session_id, max_age=SESSION_DAYS * 86400, path="/", httponly=True, samesite="lax",
+        secure=request.url.scheme == "https",
+    )
+
+
+def _clear_cookie(request: Request, response: Response) -> None:
+    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="lax", secure=request.url.scheme == "https")
+
+
+@dataclass(slots=True)
+class Account:
+    """A signed-in person: account ``id`` and ``name``."""
+
+    id: int
+    name: str
+
+
+async def current_account(request: Request) -> Account | None:
+    """The account of the request's session cookie, or ``None`` (no cookie, unknown or expired session)."""
+    session_id = request.cookies.get(COOKIE)
+    if not session_id or len(session_id) > 200:
+        return None
+    a, s = ps.accounts, ps.sessions
+    query = (select(a.c.id, a.c.name).select_from(s.join(a, a.c.id == s.c.account_id))
+             .where(s.c.id_hash == hash_token(session_id), s.c.expires > now_iso(), a.c.deleted == 0))
+    async with _store(request).engine.connect() as conn:
+        row = (await conn.execute(query)).first()
+    return None if row is None else Account(id=row.id, name=row.name)
+
+
+async def require_account(request: Request) -> Account:
+    """:func:`current_account`, or :class:`AccountError` 401 ``account.not_signed_in``."""
+    account = await current_account(request)
+    if account is None:
+        raise AccountError(401, "account.not_signed_in", "you are not signed in")
+    return account
+
+
+async def _new_session(store: Store, account_id: int) -> str:
+    session_id = secrets.token_urlsafe(32)
+    created = datetime.now(UTC)
+    values = {"id_hash": hash_token(session_id), "account_id": account_id,
+              "created": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+              "expires": (created + timedelta(days=SESSION_DAYS)).strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+    def fn(conn: Connection) -> None:
+        conn.execute(insert(ps.sessions).values(**values))
+
+    await store.write(fn)
+    return session_id
+
+
+def _me(account: Account) -> dict[str, Any]:
+    return {"id": account.id, "name": account.name}
+
+
+# -- routes -------------------------------------------------------------------------------------------------
+
+@router.post("/accounts", status_code=201)
+async def sign_up(body: Credentials, request: Request, response: Response) -> dict[str, Any]:
+    """Make an account and sign in: ``{"id", "name"}`` and the session cookie. Refusals: 429 ``account.rate_limited``
+    (too many accounts from one address), 422 ``account.name_invalid``,
+    ``account.password_invalid``; 409 ``account.name_taken``; 403 ``account.cross_origin``."""
+    check_origin(request, always=True)
+    address = "signup:" + (request.client.host if request.client else "?")
+    limiter = _limiter(request)
+    wait = limiter.wait_s(address, MAX_SIGN_UPS_PER_ADDRESS)
+    if wait:
+        raise AccountError(429, "account.rate_limited", f"too many new accounts: try again in {wait} s",
+                           retry_after_s=wait)
+    name = clean_name(body.name)
+    key = name_key(name)
+    if key in reserved_names():
+        raise AccountError(409, "account.name_taken", f"the name {name!r} is taken", name=name)
+    if not PASSWORD_MIN <= len(body.password) <= PASSWORD_MAX:
+        raise AccountError(422, "account.password_invalid", f"a password has {PASSWORD_MIN} to {PASSWORD_MAX} characters",
+                           min=PASSWORD_MIN, max=PASSWORD_MAX)
+    limiter.fail(address)
+    password_hash = await asyncio.to_thread(_hasher.hash, body.password)
+    made: list[int] = []
+
+    def fn(conn: Connection) -> None:
+        a = ps.accounts
+        if conn.execute(select(a.c.id).where(a.c.name_key == key)).first() is not None:
+            return
+        result = conn.execute(insert(a).values(kind="person", name=name, name_key=key, password_hash=password_hash,
+                                               created=now_iso(), deleted=0))
+        made.append(int(result.inserted_primary_key[0]))  # type: ignore[index]
+
+    store = _store(request)
+    await store.write(fn)
+    if not made:
+        raise AccountError(409, "account.name_taken", f"the name {name!r} is taken", name=name)
+    _set_cookie(request, response, await _new_session(store, made[0]))
+    return _me(Account(made[0], name))
+
+
+@router.post("/session")
+async def sign_in(body: Credentials, request: Request, response: Response) -> dict[str, Any]:
+    """Sign in: ``{"id", "name"}`` and the session cookie. Refusals: 401 ``account.bad_credentials`` (unknown name or
+    wrong password, the same answer for both), 429 ``account.rate_limited`` (``retry_after_s``), 403 ``account.cross_origin``."""
+    check_origin(request, always=True)
+    limiter = _limiter(request)
+    key = name_key(body.name.strip())[:200]
+    address = request.client.host if request.client else "?"
+    wait = max(limiter.wait_s("name:" + key, MAX_FAILURES_PER_NAME),
+               limiter.wait_s("addr:" + address, MAX_FAILURES_PER_ADDRESS))
+    if wait:
+        raise AccountError(429, "account.rate_limited", f"too many failed sign-ins: try again in {wait} s",
+                           retry_after_s=wait)
+    a = ps.accounts
+    store = _store(request)
+    async with store.engine.connect() as conn:
+        row = (await conn.execute(select(a.c.id, a.c.name, a.c.password_hash)
+                                  .where(a.c.name_key == key, a.c.kind == "person", a.c.deleted == 0))).first()
+    ok: bool
+    try:
+        ok = await asyncio.to_thread(_hasher.verify, row.password_hash if row else _dummy_hash(), body.password)
+    except (VerificationError, InvalidHashError):
+        ok = False
+    if row is None or not ok:
+        limiter.fail("name:" + key)
+        limiter.fail("addr:" + address)
+        raise AccountError(401, "account.bad_credentials", "wrong name or password")
+    limiter.clear("name:" + key)
+    _set_cookie(request, response, await _new_session(store, row.id))
+    return _me(Account(row.id, row.name))
+
+
+@router.delete("/session", status_code=204)
+async def sign_out(request: Request) -> Response:
+    """Sign out: the session ends and the cookie is cleared (also when there was none)."""
+    check_origin(request)
+    session_id = request.cookies.get(COOKIE)
+    if session_id:
+        digest = hash_token(session_id)
+
+        def fn(conn: Connection) -> None:
+            conn.execute(delete(ps.sessions).where(ps.sessions.c.id_hash == digest))
+
+        await _store(request).write(fn)
+    response = Response(status_code=204)
+    _clear_cookie(request, response)
+    return response
+
+
+@router.get("/session")
+async def session(request: Request) -> dict[str, Any]:
+    """Who is signed in, for pages that show it: ``{"account": {"id", "name"}}`` or ``{"account": null}`` (never
+    a refusal, so that a guest's page logs no error)."""
+    account = await current_account(request)
+    return {"account": None if account is None else _me(account)}
+
+
+@router.get("/me")
+async def me(request: Request) -> dict[str, Any]:
+    """The signed-in account ``{"id", "name"}``; 401 ``account.not_signed_in``."""
+    return _me(await require_account(request))
+
+
+@router.delete("/me", status_code=204)
+async def delete_me(request: Request) -> Response:
+    """Delete the signed-in account: its name is freed, its password, sessions and ratings go; its matches stay,
+    shown as a deleted player. 401 ``account.not_signed_in``, 403 ``account.cross_origin``."""
+    check_origin(request)
+    account = await require_account(request)
+
+    def fn(conn: Connection) -> None:
+        conn.execute(delete(ps.sessions).where(ps.sessions.c.account_id == account.id))
+        conn.execute(delete(ps.ratings).where(ps.ratings.c.account_id == account.id))
+        conn.execute(delete(ps.rating_history).where(ps.rating_history.c.account_id == account.id))
+        conn.execute(delete(ps.player_stats).where(ps.player_stats.c.account_id == account.id))
+        conn.execute(update(ps.match_seats).where(ps.match_seats.c.account_id == account.id).values(name=None))
+        conn.execute(update(ps.accounts).where(ps.accounts.c.id == account.id)
+                     .values(name=None, name_key=None, password_hash=None, deleted=1))
+
+    await _store(request).write(fn)
+    response = Response(status_code=204)
+    _clear_cookie(request, response)
+    return response
+
+
+# -- seats tied to accounts -----------------------------------------------------------------------------------
+
+async def _seat_key(store: Store) -> bytes:
+    """The server's key for seat tokens of signed-in players (made once, kept in ``server_keys``)."""
+    cached = getattr(store, "_seat_key", None)
+    if isinstance(cached, bytes):
+        return cached
+    k = ps.server_keys
+    fresh = secrets.token_urlsafe(48)
+
+    def fn(conn: Connection) -> None:
+        if conn.execute(select(k.c.value).where(k.c.name == "seat")).first() is None:
+            conn.execute(insert(k).values(name="seat", value=fresh))
+
+    await store.write(fn)
+    async with store.engine.connect() as conn:
+        value = (await conn.execute(select(k.c.value).where(k.c.name == "seat"))).scalar_one()
+    key = str(value).encode()
+    store._seat_key = key  # type: ignore[attr-defined]
+    return key
+
+
+def _seat_token(key: bytes, table_id: str, seat: int, account_id: int) -> str:
+    digest = hmac.new(key, f"{table_id}:{seat}:{account_id}".encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+async def bind_seat(request: Request, table: Table, seat: int, token: str) -> str:
+    """Tie ``seat`` at ``table``, just taken with ``token``, to the signed-in account (if any): the seat takes
+    the account's name and a token derived from the account, which is returned (a guest's ``token`` comes back
+    unchanged). A cookie sent from another site is not honoured: that seat stays a guest's."""
+    if COOKIE not in request.cookies or not same_origin(request):
+        return token
+    account = await current_account(request)
+    if account is None:
+        return token
+    store = _store(request)
+    derived = _seat_token(await _seat_key(store), table.id, seat, account.id)
+
+    async def go() -> None:
+        row = table.seats[seat].row
+        if row.kind != "person" or row.token_hash != hash_token(token):
+            return
+        row.name, row.token_hash = account.name, hash_token(derived)
+        await store.update_seat(table.id, row)
+
+        def fn(conn: Connection) -> None:
+            sa = ps.seat_accounts
+            conn.execute(delete(sa).where(sa.c.table_id == table.id, sa.c.seat == seat))
+            conn.execute(insert(sa).values(table_id=table.id, seat=seat, account_id=account.id))
+
+        await store.write(fn)
+        table.broadcast({"type": "table", "table": table.to_dict()})
+
+    await table.submit_call(go)
+    return derived
+
+
+@router.get("/me/seats")
+async def my_seats(request: Request) -> list[dict[str, Any]]:
+    """The seats the signed-in player holds at open tables and tables in play, each with its token (the same in
+    every browser): ``[{"table": TABLE, "seat", "token"}]``. 401 ``account.not_signed_in``."""
+    account = await require_account(request)
+    store = _store(request)
+    sa = ps.seat_accounts
+    async with store.engine.connect() as conn:
+        rows = (await conn.execute(select(sa.c.table_id, sa.c.seat).where(sa.c.account_id == account.id))).all()
+    key = await _seat_key(store)
+    manager = request.app.state.manager
+    out = []
+    for row in rows:
+        table = manager.tables.get(row.table_id)
+        if table is None or table.status == "finished":
+            continue
+        token = _seat_token(key, row.table_id, row.seat, account.id)
+        if table.seats[row.seat].row.token_hash != hash_token(token):
+            continue  # the seat was left and taken by someone else
+        out.append({"table": table.to_dict(), "seat": row.seat, "token": token})
+    return out

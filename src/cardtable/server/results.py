@@ -1,0 +1,219 @@
+"""Recording a finished match: one result row per seat, and new ratings for the rated players.
+
+:func:`record_finished` is the one call the table makes when its match ends. It reads the match's record back
+(to count each hand's Nerts calls and cards left in Nerts piles, and the anemones taken), then, in one
+transaction, stores a ``match_seats`` row for every seat (guests too, without an account) and updates the
+ratings (:mod:`cardtable.ratings`) of the accounts and bot levels that played, with a history row for each change.
+Recording twice (a server restarted just after the end) changes nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.engine import Connection
+
+from cardtable import ratings
+from cardtable.engine import HandState
+from cardtable.replay import fold
+from cardtable.server import players_schema as ps
+
+if TYPE_CHECKING:
+    from cardtable.server.table import Table
+
+log = logging.getLogger("cardtable.server.results")
+
+
+@dataclass(slots=True)
+class SeatResult:
+    """One seat of a finished match: who sat there (``account_id`` for a signed-in person, ``bot`` for a bot
+    level, neither for a guest), its ``name``, total ``points`` and ``stats`` (``nerts_calls``, ``cards_left``
+    summed over hands, ``anemones``)."""
+
+    seat: int
+    name: str | None
+    account_id: int | None = None
+    bot: str | None = None
+    points: int = 0
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class MatchResult:
+    """A finished match as rated: its seats, ``teams`` (lists of seats that share a result: Nerts partners),
+    the ``winners`` seats, ``hands`` played and the ``finished`` time (ISO 8601 UTC)."""
+
+    table_id: str
+    game: str
+    finished: str
+    hands: int
+    seats: list[SeatResult]
+    teams: list[list[int]]
+    winners: list[int] | None
+
+
+def _bot_account(conn: Connection, spec: str) -> int:
+    a = ps.accounts
+    row = conn.execute(select(a.c.id).where(a.c.kind == "bot", a.c.name == spec)).first()
+    if row is not None:
+        return int(row.id)
+    result = conn.execute(insert(a).values(kind="bot", name=spec, name_key=None, password_hash=None,
+                                           created=_now(), deleted=0))
+    return int(result.inserted_primary_key[0])  # type: ignore[index]
+
+
+def _now() -> str:
+    from cardtable.server.accounts import now_iso
+
+    return now_iso()
+
+
+def record_results(conn: Connection, result: MatchResult) -> bool:
+    """Store ``result`` and rate it, on ``conn`` inside the caller's transaction. False (and nothing written)
+    when the match was recorded before. Rated: accounts and bot levels; a team with no rated player is left out
+    of the rating (its rank still separates the others); fewer than two rated teams: no rating change."""
+    m = ps.match_seats
+    if conn.execute(select(m.c.seat).where(m.c.table_id == result.table_id).limit(1)).first() is not None:
+        return False
+    for seat in result.seats:
+        if seat.account_id is None and seat.bot is not None:
+            seat.account_id = _bot_account(conn, seat.bot)
+    by_seat = {s.seat: s for s in result.seats}
+    ranks_by_seat = ratings.standings([s.points for s in result.seats], result.winners)
+    rated_teams = [[by_seat[i].account_id for i in team if by_seat[i].account_id is not None] for team in result.teams]
+    kept = [(team, ranks_by_seat[result.teams[t][0]]) for t, team in enumerate(rated_teams) if team]
+    ids = sorted({i for team, _ in kept for i in team if i is not None})
+    r = ps.ratings
+    before: dict[int, Any] = {}
+    if ids:
+        query = select(r).where(r.c.game == result.game, r.c.account_id.in_(ids)).with_for_update()
+        before = {row.account_id: row for row in conn.execute(query)}
+    after: dict[int, ratings.Rating] = {}
+    if len(kept) >= 2:
+        old = [[ratings.Rating(before[i].mu, before[i].sigma) if i in before else ratings.Rating()
+                for i in team if i is not None] for team, _ in kept]
+        new = ratings.rate(old, [rank for _, rank in kept])
+        for (team, _), team_new in zip(kept, new, strict=True):
+            for account_id, rating in zip(team, team_new, strict=True):
+                if account_id is not None:
+                    after[account_id] = rating
+    won = set(result.winners or ())
+    rows = []
+    for seat in result.seats:
+        prev = before.get(seat.account_id) if seat.account_id is not None else None
+        changed = after.get(seat.account_id) if seat.account_id is not None else None
+        rows.append({
+            "table_id": result.table_id, "seat": seat.seat, "game": result.game, "account_id": seat.account_id,
+            "name": seat.name, "finished": result.finished, "players": len(result.seats),
+            "rank": ranks_by_seat[seat.seat], "won": int(seat.seat in won), "points": seat.points,
+            "hands": result.hands, "stats": seat.stats,
+            "ordinal_before": None if changed is None else (prev.ordinal if prev is not None else ratings.Rating().ordinal),
+            "ordinal_after": None if changed is None else changed.ordinal,
+        })
+    conn.execute(insert(m), rows)
+    _add_stats(conn, result, won)
+    history = []
+    for account_id, rating in after.items():
+        wins = sum(1 for s in result.seats if s.account_id == account_id and s.seat in won)
+        values = {"mu": rating.mu, "sigma": rating.sigma, "ordinal": rating.ordinal, "updated": result.finished}
+        if account_id in before:
+            conn.execute(update(r).where(r.c.account_id == account_id, r.c.game == result.game).values(
+                matches=before[account_id].matches + 1, wins=before[account_id].wins + min(wins, 1), **values))
+        else:
+            conn.execute(insert(r).values(account_id=account_id, game=result.game, matches=1, wins=min(wins, 1),
+                                          **values))
+        history.append({"account_id": account_id, "game": result.game, "table_id": result.table_id,
+                        "at": result.finished, "mu": rating.mu, "sigma": rating.sigma, "ordinal": rating.ordinal})
+    if history:
+        conn.execute(insert(ps.rating_history), history)
+    return True
+
+
+def _add_stats(conn: Connection, result: MatchResult, won: set[int]) -> None:
+    """Add the match to each account's (and bot level's) running totals in ``player_stats``."""
+    p = ps.player_stats
+    for seat in result.seats:
+        if seat.account_id is None:
+            continue
+        add = {"matches": 1, "wins": int(seat.seat in won), "points": seat.points, "hands": result.hands,
+               "nerts_calls": seat.stats.get("nerts_calls", 0), "cards_left": seat.stats.get("cards_left", 0),
+               "anemones": seat.stats.get("anemones", 0)}
+        key = (p.c.account_id == seat.account_id) & (p.c.game == result.game)
+        done = conn.execute(update(p).where(key).values({p.c[k]: p.c[k] + v for k, v in add.items()}))
+        if done.rowcount == 0:
+            conn.execute(insert(p).values(account_id=seat.account_id, game=result.game, **add))
+
+
+def _hand_stats(table: Table, states: list[HandState], anemones: list[list[int]] | None) -> tuple[
+        list[dict[str, int]], list[list[int]]]:
+    """Per seat stats and the teams (seats sharing a Nerts layout; one seat each otherwise)."""
+    players = len(table.seats)
+    stats: list[dict[str, int]] = [{} for _ in range(players)]
+    teams = [[s] for s in range(players)]
+    if table.game == "nerts":
+        for seat in range(players):
+            stats[seat].update(nerts_calls=0, cards_left=0)
+        for result in table.match.results:
+            called = result.extra.get("called")
+            if isinstance(called, int) and 0 <= called < players:
+                stats[called]["nerts_calls"] += 1
+        for state in states:
+            for layout in state.view(None).get("layouts", []):
+                for seat in layout["seats"]:
+                    stats[seat]["cards_left"] += int(layout["nerts"]["count"])
+        if states:
+            teams = [list(layout["seats"]) for layout in states[-1].view(None).get("layouts", [])]
+    elif anemones is not None:
+        for seat in range(players):
+            stats[seat]["anemones"] = len(anemones[seat]) if seat < len(anemones) else 0
+    return stats, teams
+
+
+async def match_result(table: Table) -> MatchResult:
+    """The :class:`MatchResult` of ``table``, whose match has just ended (its record read back from the store)."""
+    from cardtable.server.manager import record_of
+
+    rows = await table.store.load_tables(table_id=table.id, with_hands=True)
+    record = record_of(rows[0])
+    last: dict[int, HandState] = {}
+
+    def step(hand: int, _index: int | None, state: HandState) -> None:
+        last[hand] = state
+
+    folded = await asyncio.to_thread(fold, record, step)
+    states = [last[h] for h in sorted(last)]
+    stats, teams = _hand_stats(table, states, folded.anemones)
+    sa = ps.seat_accounts
+    async with table.store.engine.connect() as conn:
+        bound = {row.seat: row.account_id for row in await conn.execute(
+            select(sa.c.seat, sa.c.account_id).where(sa.c.table_id == table.id))}
+    seats = []
+    totals = list(table.match.totals)
+    for state in table.seats:
+        row = state.row
+        seats.append(SeatResult(
+            seat=row.seat, name=row.name, points=totals[row.seat], stats=stats[row.seat],
+            account_id=bound.get(row.seat) if row.kind == "person" else None,
+            bot=row.bot if row.kind == "bot" else None,
+        ))
+    return MatchResult(table_id=table.id, game=table.game, finished=table.row.finished or _now(),
+                       hands=table.row.hands_played or len(states), seats=seats, teams=teams,
+                       winners=table.row.winners)
+
+
+async def record_finished(table: Table) -> None:
+    """Store the results and the new ratings of ``table``'s finished match (logged, never raised: a failure here
+    must not stop the table)."""
+    try:
+        result = await match_result(table)
+
+        def fn(conn: Connection) -> None:
+            record_results(conn, result)
+
+        await table.store.write(fn)
+    except Exception:
+        log.exception("table %s: recording the results and ratings failed", table.id)

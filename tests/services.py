@@ -1,0 +1,107 @@
+"""Real services the tests start for themselves: a private PostgreSQL cluster (no mocks, nothing shared).
+
+:func:`postgres_cluster` runs ``initdb`` and ``pg_ctl`` from the installed PostgreSQL (``/usr/lib/postgresql/*/bin``,
+which ``scripts/setup --test`` installs from Debian when missing) in a temporary folder, on a free port of
+127.0.0.1, and stops it at the end. As root it runs them as the ``postgres`` user (``initdb`` refuses root).
+:func:`new_database` makes an empty database in it for one test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def postgres_bin() -> Path | None:
+    """The folder holding ``initdb`` and ``pg_ctl`` (the newest installed version), or ``None``."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parent.parent.name))
+    if found:
+        return Path(found[-1]).parent
+    initdb = shutil.which("initdb")
+    return Path(initdb).resolve().parent if initdb else None
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass(frozen=True, slots=True)
+class Postgres:
+    """A running cluster: connect to ``127.0.0.1:port`` as ``user`` (trust authentication, no password)."""
+
+    port: int
+    user: str = "postgres"
+
+    def url(self, database: str = "postgres") -> str:
+        """The SQLAlchemy async URL of ``database``."""
+        return f"postgresql+asyncpg://{self.user}@127.0.0.1:{self.port}/{database}"
+
+
+@contextlib.contextmanager
+def postgres_cluster() -> Iterator[Postgres]:
+    """Start a private PostgreSQL cluster and yield it; stopped and deleted afterwards.
+
+    ``RuntimeError`` when PostgreSQL is not installed or does not start.
+    """
+    bindir = postgres_bin()
+    if bindir is None:
+        raise RuntimeError("PostgreSQL is not installed: run scripts/setup --test")
+    folder = Path(tempfile.mkdtemp(prefix="cardtable-pg-"))
+    data = folder / "data"
+    run_as: list[str] = []
+    if os.geteuid() == 0:
+        user = pwd.getpwnam("postgres")
+        os.chown(folder, user.pw_uid, user.pw_gid)
+        run_as = ["runuser", "-u", "postgres", "--"]
+    port = free_port()
+    log = folder / "log"
+
+    def run(*args: str) -> None:
+        subprocess.run([*run_as, *args], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    try:
+        run(str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
+            "--locale=C.UTF-8", "--no-sync")
+        options = (f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
+                   "-c full_page_writes=off -c max_connections=200 -c shared_buffers=64MB")
+        run(str(bindir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(log), "-w", "-t", "60", "start")
+    except subprocess.CalledProcessError as error:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise RuntimeError(f"PostgreSQL did not start: {error.stderr.decode(errors='replace')}") from None
+    try:
+        yield Postgres(port=port)
+    finally:
+        with contextlib.suppress(subprocess.CalledProcessError):
+            run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def new_database(cluster: Postgres) -> str:
+    """Create an empty database in ``cluster``; returns its SQLAlchemy async URL."""
+    import asyncpg
+
+    name = "t_" + uuid.uuid4().hex[:16]
+
+    async def make() -> None:
+        conn = await asyncpg.connect(host="127.0.0.1", port=cluster.port, user=cluster.user, database="postgres")
+        try:
+            await conn.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await conn.close()
+
+    asyncio.run(make())
+    return cluster.url(name)
