@@ -1,7 +1,7 @@
 // The Enemy Anemone table: your hand (playable cards marked), the trick with each card's value and anemones,
 // anemones to add before playing, every seat's anemones, score pile and points, round and totals, whose turn.
 import { h, fill, toast, flipBefore, flipAfter } from './util.js';
-import { t } from './i18n.js';
+import { t, wordRefusal } from './i18n.js';
 import { creatureCard, anemoneChip, parseCreature } from './cards.js';
 import { seatNames, scoreTable, handOverDialog } from './scores.js';
 
@@ -154,7 +154,7 @@ export function mountTable(root, ctx) {
     const res = await conn.act(action);
     busy = false;
     if (res.ok) chosen = [];
-    else if (res.reason) toast(t('anemone.rejected', { reason: res.reason }), 'error', 3000);
+    else if (res.reason || res.code) toast(t('anemone.rejected', { reason: wordRefusal(res, 'anemone') }), 'error', 3000);
   }
 
   function render() {

@@ -3,7 +3,8 @@
 //   /?table=ID&watch=1 watch a table    /?replay=ID        replay a finished game
 //   /?howto=nerts      how to play (nerts | anemone)
 import { h, fill } from './util.js';
-import { initI18n, setLanguage, currentLanguage, LANGS, t } from './i18n.js';
+import { initI18n, setLanguage, currentLanguage, LANGS, t, wordRefusal, refusalCodes, cardName } from './i18n.js';
+import { navigate, setRouter } from './nav.js';
 
 const css = document.createElement('link');
 css.rel = 'stylesheet';
@@ -12,10 +13,6 @@ document.head.append(css);
 
 let cleanup = null;
 
-export function navigate(url) {
-  history.pushState(null, '', url);
-  route();
-}
 
 function header() {
   const langSel = h('select#lang', {
@@ -34,7 +31,7 @@ function header() {
       h('label.langpick', {}, h('span.sr', { text: t('nav.language') }), langSel)));
 }
 
-export async function route() {
+async function route() {
   if (cleanup) { try { cleanup(); } catch (e) { console.error(e); } cleanup = null; }
   const q = new URLSearchParams(location.search);
   const app = document.getElementById('app');
@@ -57,6 +54,9 @@ export async function route() {
   }
 }
 
+setRouter(route);
+/** Test hook: the wording functions, to check every refusal code in every language from the page. */
+window.__ctI18n = { wordRefusal, refusalCodes, cardName, setLanguage };
 window.addEventListener('popstate', route);
 
 await initI18n();
