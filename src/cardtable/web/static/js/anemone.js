@@ -4,6 +4,18 @@ import { h, fill, toast, flipBefore, flipAfter } from './util.js';
 import { t, wordRefusal } from './i18n.js';
 import { creatureCard, anemoneChip, parseCreature } from './cards.js';
 import { seatNames, scoreTable, handOverDialog } from './scores.js';
+import { hintsFor, hintBubble } from './hints.js';
+import { api, errorText } from './api.js';
+import { navigate } from './nav.js';
+
+/**
+ * How long a finished trick stays on the table (milliseconds) before the next one shows, unless the player clicks:
+ * localStorage `ct.trickHoldMs` (0 turns the pause off), else 1500.
+ */
+export function trickHoldMs() {
+  const v = Number(localStorage.getItem('ct.trickHoldMs'));
+  return localStorage.getItem('ct.trickHoldMs') !== null && Number.isFinite(v) && v >= 0 ? v : 1500;
+}
 
 function sortHand(cards) {
   return [...cards].sort((a, b) => {
@@ -84,6 +96,9 @@ export function mountTable(root, ctx) {
   let chosen = []; // indexes into my anemones
   let busy = false;
   let overlay = null;
+  // A finished trick is held on the table: later messages wait in `queue`, in order, until the hold ends.
+  let holdTimer = null;
+  const queue = [];
   const bar = h('div.abar');
   const boardBox = h('div.aboardbox');
   const handBox = h('section.myhand');
@@ -105,7 +120,11 @@ export function mountTable(root, ctx) {
       h('div.meta', {},
         (view.players === 2 || view.deck_count > 0) && view.deck_count !== undefined && view.deck_count !== null ? h('span', { text: t('anemone.deck', { n: view.deck_count }) }) : null,
         view.supply !== undefined ? h('span', { text: t('anemone.supply', { n: view.supply }) }) : null,
-        totals.length ? h('span.totalsbar', { text: t('table.totals_short', { totals: totals.join(' · ') }) }) : null));
+        seat !== null && !view.over ? h('button.small#leave-table', {
+          type: 'button', text: t('table.leave_game'),
+          onclick: async () => { try { await api.leave(ctx.id, ctx.token); navigate('/'); } catch (e) { toast(errorText(e), 'error', 4000); } },
+        }) : null,
+        totals.length ? h('span.totalsbar', { text: t('table.totals_short', { totals: totals.map((x, i) => `${n[i] ?? ''} ${x}`).join(' · ') }) }) : null));
   }
 
   function myAnemones() { return ((view.anemones || [])[seat] || []); }
@@ -117,12 +136,19 @@ export function mountTable(root, ctx) {
     const myTurn = view.turn === seat && !view.over;
     const playable = new Set(view.playable || []);
     const discarding = !!view.must_discard && myTurn;
-    const hint = view.over ? t('anemone.hand_finished') : !myTurn ? t('anemone.wait_turn') : discarding ? t('anemone.must_discard') : t('anemone.choose_card');
+    const hint = view.over ? t('anemone.hand_finished') : !myTurn ? t('anemone.wait_turn') : discarding ? t('anemone.must_discard')
+      : mineA.length ? t('anemone.choose_card') : t('anemone.choose_card_plain');
+    const tip = view.over ? null : hintsFor([
+      { id: 'anemone.playable', when: myTurn && !discarding && playable.size > 0, text: t('hint.anemone_playable') },
+      { id: 'anemone.holder', when: myTurn && !discarding && mineA.length > 0, text: t('hint.anemone_holder') },
+    ]);
     fill(handBox,
       h('div.handhead', {},
         h('h3', { text: t('anemone.your_hand') }),
         h('span.hint' + (myTurn ? '.go' : ''), { text: hint })),
-      mineA.length ? h('div.chooser', {},
+      tip ? h('div.hintslot', {}, hintBubble(tip, () => drawHand())) : null,
+      // anemones can be added only by their holder, on their turn, to a card played into the trick
+      mineA.length && myTurn && !discarding ? h('div.chooser', {},
         h('span', { text: t('anemone.add_anemones') }),
         mineA.map((f, i) => h('button.anemchoice' + (chosen.includes(i) ? '.on' : ''), {
           type: 'button', 'aria-pressed': String(chosen.includes(i)), disabled: discarding || !myTurn, dataset: { face: String(f), index: String(i) },
@@ -132,6 +158,7 @@ export function mountTable(root, ctx) {
       h('div.handcards', {}, sortHand(view.hand || []).map((c) => {
         const ok = myTurn && (discarding || playable.has(c));
         const el = creatureCard(c, { key: c });
+        if (tip?.id === 'anemone.playable' && ok) el.classList.add('pointed');
         el.classList.toggle('playable', ok && !discarding);
         el.classList.toggle('discardable', ok && discarding);
         el.classList.toggle('unplayable', !ok);
@@ -148,6 +175,7 @@ export function mountTable(root, ctx) {
 
   async function playCard(card, discarding) {
     if (busy) return;
+    release();
     const faces = chosen.map((i) => myAnemones()[i]);
     const action = discarding ? { type: 'discard', card } : { type: 'play', card, anemones: faces };
     busy = true;
@@ -161,15 +189,53 @@ export function mountTable(root, ctx) {
     if (!view) return;
     const before = flipBefore(root);
     fill(boardBox, renderAnemoneBoard(view, names(), { seat, totals: totals.length ? totals : null }));
+    if (holdTimer) {
+      const tr = boardBox.querySelector('section.trick');
+      tr?.classList.add('held');
+      tr?.append(h('p.holdnote', { text: t('anemone.click_to_go_on') }));
+    }
     drawBar();
     drawHand();
     flipAfter(root, before);
   }
 
+  /** Show an update; when it finishes a trick, hold that trick on the table for trickHoldMs(). */
+  function showUpdate(msg) {
+    const before = (view?.tricks || []).length;
+    view = msg.view; legal = msg.legal || [];
+    const finished = (view.tricks || []).length > before;
+    const ms = trickHoldMs();
+    if (finished && ms > 0) holdTimer = setTimeout(release, ms);
+    render();
+  }
+
+  /** End the hold (timer or click) and show what waited, in order, until the next finished trick holds again. */
+  function release() {
+    if (!holdTimer) return;
+    clearTimeout(holdTimer);
+    holdTimer = null;
+    render();
+    while (queue.length && !holdTimer) {
+      const [kind, msg] = queue.shift();
+      if (kind === 'update') showUpdate(msg); else showHandOverNow(msg);
+    }
+  }
+
+  boardBox.addEventListener('click', () => release());
+
   function drawScores() {
     if (!results.length) { scoreBox.hidden = true; return; }
     scoreBox.hidden = false;
-    fill(scoreBox, h('details', {}, h('summary', { text: t('table.scores_so_far', { totals: totals.join(' · ') }) }), scoreTable(names(), results, totals)));
+    const n = names();
+    fill(scoreBox, h('details', {}, h('summary', { text: t('table.scores_so_far', { totals: totals.map((x, i) => `${n[i] ?? ''} ${x}`).join(' · ') }) }), scoreTable(n, results, totals)));
+  }
+
+  function showHandOverNow(msg) {
+    totals = msg.totals || totals;
+    showHandOver(msg);
+    results = [...results.slice(0, msg.hand), { scores: msg.scores, ended: msg.ended }];
+    drawScores();
+    render();
   }
 
   function showHandOver(msg) {
@@ -187,21 +253,22 @@ export function mountTable(root, ctx) {
   return {
     snapshot(msg) {
       table = msg.table || table;
+      clearTimeout(holdTimer); holdTimer = null; queue.length = 0; // a snapshot replaces whatever waited
       view = msg.view; legal = msg.legal || [];
       results = msg.results || []; totals = msg.totals || []; handNo = msg.hand ?? 0;
       render(); drawScores();
     },
-    update(msg) { view = msg.view; legal = msg.legal || []; render(); },
+    update(msg) {
+      if (holdTimer) queue.push(['update', msg]);
+      else showUpdate(msg);
+    },
     handOver(msg) {
-      totals = msg.totals || totals;
-      showHandOver(msg);
-      results = [...results.slice(0, msg.hand), { scores: msg.scores, ended: msg.ended }];
-      drawScores();
-      render();
+      if (holdTimer) queue.push(['handOver', msg]);
+      else showHandOverNow(msg);
     },
     warning() {},
     table(tb) { table = tb; if (view) drawBar(); },
-    destroy() { overlay?.remove(); },
+    destroy() { overlay?.remove(); clearTimeout(holdTimer); queue.length = 0; },
     get legal() { return legal; },
   };
 }
