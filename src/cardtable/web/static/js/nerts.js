@@ -264,6 +264,7 @@ export function mountTable(root, ctx) {
   let stallUntil = 0;
   let sizes = null;
   let hintShown = null;
+  let frame = 0;
   const bar = h('div.nbar');
   const boardBox = h('div.nboardbox' + (seat === null ? '' : '.fixed'));
   const boardSlot = h('div.nboardslot');
@@ -677,7 +678,8 @@ export function mountTable(root, ctx) {
     update(msg) {
       view = msg.view; legal = msg.legal || [];
       if ((msg.events || []).some(isProgress)) clearStall();
-      render(true);
+      // at most one redraw per frame: a burst of updates from fast bots draws only the latest view
+      if (!frame) frame = requestAnimationFrame(() => { frame = 0; render(true); });
     },
     handOver(msg) {
       totals = msg.totals || totals;
@@ -694,6 +696,7 @@ export function mountTable(root, ctx) {
       window.removeEventListener('pointercancel', cancel);
       window.removeEventListener('keydown', onKey);
       window.removeEventListener('resize', onResize);
+      cancelAnimationFrame(frame);
       page?.classList.remove('fit');
       clearInterval(stallTimer);
       document.body.classList.remove('is-dragging');
