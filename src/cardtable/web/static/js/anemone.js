@@ -97,8 +97,11 @@ export function mountTable(root, ctx) {
   let busy = false;
   let overlay = null;
   // A finished trick is held on the table: later messages wait in `queue`, in order, until the hold ends.
+  // After a hold the waiting messages are shown one by one, DRAIN_MS apart, so the next trick's cards are seen.
   let holdTimer = null;
+  let drainTimer = null;
   const queue = [];
+  const DRAIN_MS = 250;
   const bar = h('div.abar');
   const boardBox = h('div.aboardbox');
   const handBox = h('section.myhand');
@@ -215,11 +218,20 @@ export function mountTable(root, ctx) {
     clearTimeout(holdTimer);
     holdTimer = null;
     render();
-    while (queue.length && !holdTimer) {
-      const [kind, msg] = queue.shift();
-      if (kind === 'update') showUpdate(msg); else showHandOverNow(msg);
-    }
+    drain();
   }
+
+  function drain() {
+    clearTimeout(drainTimer);
+    drainTimer = null;
+    if (holdTimer || !queue.length) return;
+    const [kind, msg] = queue.shift();
+    if (kind === 'update') showUpdate(msg); else showHandOverNow(msg);
+    if (!holdTimer && queue.length) drainTimer = setTimeout(drain, DRAIN_MS);
+  }
+
+  /** Must this message wait its turn (a trick is held, or earlier messages are still being shown)? */
+  function waiting() { return !!holdTimer || !!drainTimer; }
 
   boardBox.addEventListener('click', () => release());
 
@@ -253,22 +265,27 @@ export function mountTable(root, ctx) {
   return {
     snapshot(msg) {
       table = msg.table || table;
-      clearTimeout(holdTimer); holdTimer = null; queue.length = 0; // a snapshot replaces whatever waited
+      clearTimeout(holdTimer); clearTimeout(drainTimer); holdTimer = null; drainTimer = null; queue.length = 0; // a snapshot replaces whatever waited
       view = msg.view; legal = msg.legal || [];
       results = msg.results || []; totals = msg.totals || []; handNo = msg.hand ?? 0;
+      // a snapshot that lands on a trick just finished holds it too, like an update would
+      const ms = trickHoldMs();
+      if (ms > 0 && !view.over && !(view.trick || []).length && !(view.trick_discards || []).length && (view.tricks || []).length) {
+        holdTimer = setTimeout(release, ms);
+      }
       render(); drawScores();
     },
     update(msg) {
-      if (holdTimer) queue.push(['update', msg]);
+      if (waiting()) queue.push(['update', msg]);
       else showUpdate(msg);
     },
     handOver(msg) {
-      if (holdTimer) queue.push(['handOver', msg]);
+      if (waiting()) queue.push(['handOver', msg]);
       else showHandOverNow(msg);
     },
     warning() {},
     table(tb) { table = tb; if (view) drawBar(); },
-    destroy() { overlay?.remove(); clearTimeout(holdTimer); queue.length = 0; },
+    destroy() { overlay?.remove(); clearTimeout(holdTimer); clearTimeout(drainTimer); queue.length = 0; },
     get legal() { return legal; },
   };
 }
