@@ -98,6 +98,7 @@ export function mountTable(root, ctx) {
   let overlay = null;
   // A finished trick is held on the table: later messages wait in `queue`, in order, until the hold ends.
   // After a hold the waiting messages are shown one by one, DRAIN_MS apart, so the next trick's cards are seen.
+  let latest = null; // the newest view received (the hand and bar use it)
   let holdTimer = null;
   let drainTimer = null;
   const queue = [];
@@ -111,37 +112,41 @@ export function mountTable(root, ctx) {
   const names = () => seatNames(table);
 
   function drawBar() {
+    const live = latest || view;
     const n = names();
     const rounds = table?.options?.rounds;
-    const turnText = view.over ? t('anemone.hand_finished')
-      : view.turn === seat ? t('anemone.your_turn') : t('anemone.turn_of', { name: n[view.turn] ?? '' });
+    const turnText = live.over ? t('anemone.hand_finished')
+      : live.turn === seat ? t('anemone.your_turn') : t('anemone.turn_of', { name: n[live.turn] ?? '' });
     fill(bar,
       h('div.hinfo', {}, h('strong', { text: t('game.anemone') }), ' · ',
         rounds ? t('anemone.round_of', { n: handNo + 1, m: rounds }) : t('table.hand_n', { n: handNo + 1 }),
         seat === null ? h('span.badge', { text: t('table.spectating') }) : null),
-      h('div.turninfo' + (view.turn === seat && !view.over ? '.mine' : ''), { text: turnText }),
+      h('div.turninfo' + (live.turn === seat && !live.over ? '.mine' : ''), { text: turnText }),
       h('div.meta', {},
-        (view.players === 2 || view.deck_count > 0) && view.deck_count !== undefined && view.deck_count !== null ? h('span', { text: t('anemone.deck', { n: view.deck_count }) }) : null,
-        view.supply !== undefined ? h('span', { text: t('anemone.supply', { n: view.supply }) }) : null,
-        seat !== null && !view.over ? h('button.small#leave-table', {
+        (live.players === 2 || live.deck_count > 0) && live.deck_count !== undefined && live.deck_count !== null ? h('span', { text: t('anemone.deck', { n: live.deck_count }) }) : null,
+        live.supply !== undefined ? h('span', { text: t('anemone.supply', { n: live.supply }) }) : null,
+        seat !== null && !live.over ? h('button.small#leave-table', {
           type: 'button', text: t('table.leave_game'),
           onclick: async () => { try { await api.leave(ctx.id, ctx.token); navigate('/'); } catch (e) { toast(errorText(e), 'error', 4000); } },
         }) : null,
         totals.length ? h('span.totalsbar', { text: t('table.totals_short', { totals: totals.map((x, i) => `${n[i] ?? ''} ${x}`).join(' · ') }) }) : null));
   }
 
-  function myAnemones() { return ((view.anemones || [])[seat] || []); }
+  function myAnemones() { return (((latest || view).anemones || [])[seat] || []); }
 
+  // Your hand and the bar follow the latest view at once (you may play while a finished trick is still held);
+  // the board shows `view`, which may lag behind while a trick is held.
   function drawHand() {
     if (seat === null) return;
+    const live = latest || view;
     const mineA = myAnemones();
     chosen = chosen.filter((i) => i < mineA.length);
-    const myTurn = view.turn === seat && !view.over;
-    const playable = new Set(view.playable || []);
-    const discarding = !!view.must_discard && myTurn;
-    const hint = view.over ? t('anemone.hand_finished') : !myTurn ? t('anemone.wait_turn') : discarding ? t('anemone.must_discard')
+    const myTurn = live.turn === seat && !live.over;
+    const playable = new Set(live.playable || []);
+    const discarding = !!live.must_discard && myTurn;
+    const hint = live.over ? t('anemone.hand_finished') : !myTurn ? t('anemone.wait_turn') : discarding ? t('anemone.must_discard')
       : mineA.length ? t('anemone.choose_card') : t('anemone.choose_card_plain');
-    const tip = view.over ? null : hintsFor([
+    const tip = live.over ? null : hintsFor([
       { id: 'anemone.playable', when: myTurn && !discarding && playable.size > 0, text: t('hint.anemone_playable') },
       { id: 'anemone.holder', when: myTurn && !discarding && mineA.length > 0, text: t('hint.anemone_holder') },
     ]);
@@ -158,7 +163,7 @@ export function mountTable(root, ctx) {
           onclick: () => { chosen = chosen.includes(i) ? chosen.filter((x) => x !== i) : [...chosen, i]; drawHand(); },
         }, anemoneChip(f, { selected: chosen.includes(i) }))),
         chosen.length ? h('span.bonusnote', { text: t('anemone.adds', { n: chosen.reduce((s, i) => s + mineA[i], 0) }) }) : null) : null,
-      h('div.handcards', {}, sortHand(view.hand || []).map((c) => {
+      h('div.handcards', {}, sortHand(live.hand || []).map((c) => {
         const ok = myTurn && (discarding || playable.has(c));
         const el = creatureCard(c, { key: c });
         if (tip?.id === 'anemone.playable' && ok) el.classList.add('pointed');
@@ -266,7 +271,7 @@ export function mountTable(root, ctx) {
     snapshot(msg) {
       table = msg.table || table;
       clearTimeout(holdTimer); clearTimeout(drainTimer); holdTimer = null; drainTimer = null; queue.length = 0; // a snapshot replaces whatever waited
-      view = msg.view; legal = msg.legal || [];
+      view = msg.view; latest = msg.view; legal = msg.legal || [];
       results = msg.results || []; totals = msg.totals || []; handNo = msg.hand ?? 0;
       // a snapshot that lands on a trick just finished holds it too, like an update would
       const ms = trickHoldMs();
@@ -276,7 +281,8 @@ export function mountTable(root, ctx) {
       render(); drawScores();
     },
     update(msg) {
-      if (waiting()) queue.push(['update', msg]);
+      latest = msg.view;
+      if (waiting()) { queue.push(['update', msg]); drawBar(); drawHand(); }
       else showUpdate(msg);
     },
     handOver(msg) {
