@@ -28,7 +28,7 @@ function layoutName(layout, names) {
   return (layout.seats || []).map((s) => names[s] ?? t('seat.player', { n: s + 1 })).join(' & ');
 }
 
-function countBadge(n, label) { return h('span.count', { title: label, 'aria-label': label, text: String(n) }); }
+function countBadge(n, label) { return h('span.count', { title: label, 'aria-hidden': 'true', text: String(n) }); }
 
 /** A pile's accessible name: "work pile 2: 3 cards, top 6 of spades". */
 function pileLabel(kind, number, count, top) {
