@@ -64,6 +64,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "CARDTABLE_BOT_PACE": "0.35",
         "CARDTABLE_ANEMONE_BOT_DELAY_MS": "60",
         "CARDTABLE_GRACE_SECONDS": "60",
+        "CARDTABLE_PLAY_NOW_START": "3",
     })
     with open(log, "w") as out:
         proc = subprocess.Popen(
