@@ -4,10 +4,10 @@ import { t, tOr } from './i18n.js';
 
 export function gameTitle(game) { return tOr(`game.${game}`, game); }
 
-/** The level word of each bot spec the server offers (GET /api/games), easiest first per game. */
+/** The level word of each bot spec, as GET /api/games gives it (`level`), for seats that carry only the spec. */
 const LEVEL_OF = {
-  'greedy:easy': 'beginner', 'greedy:medium': 'medium', 'greedy:hard': 'strong', greedy: 'expert',
-  random: 'beginner', heuristic: 'casual', 'ismcts:easy': 'medium', 'ismcts:medium': 'strong', 'ismcts:hard': 'expert',
+  'greedy:easy': 'beginner', 'greedy:medium': 'intermediate', 'greedy:hard': 'strong', greedy: 'instant',
+  random: 'random', heuristic: 'simple', 'ismcts:easy': 'beginner', 'ismcts:medium': 'intermediate', 'ismcts:hard': 'strong',
 };
 
 /** A bot's level in words ("Beginner", "Strong"): the server's `level` word when given, else from its spec. */
