@@ -40,7 +40,7 @@ def _finished(server: str, game: str, options: dict[str, Any], bots: list[str]) 
 
 def _live(server: str, game: str) -> tuple[str, int, str]:
     if game == "nerts":
-        body = {"game": "nerts", "options": {"players": 4}, "name": "ana", "seed": 3,
+        body = {"game": "nerts", "options": {"players": 4, "target_score": 10}, "name": "ana", "seed": 3,
                 "seats": [{"kind": "open"}] + [{"kind": "bot", "bot": "greedy:easy"}] * 3}
     else:
         body = {"game": "anemone", "options": {"players": 3}, "name": "ana", "seed": 3,

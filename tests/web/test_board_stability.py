@@ -39,7 +39,7 @@ SAMPLE_JS = """
     mine: r(mine), piles, covered,
     foundations: [...document.querySelectorAll('.foundations .card')].map(r),
     scroll: [document.scrollingElement.scrollWidth, document.scrollingElement.scrollHeight],
-    overlay: !!document.querySelector('.overlay'),
+    overlay: !!document.querySelector('.overlay, .finishedbar'),
   };
 }
 """
@@ -53,7 +53,7 @@ def _inside(box: list[float], w: int, h: int) -> bool:
 def _table(server: str, players: int, **options: Any) -> tuple[str, int, str]:
     res = api(server, "POST", "/api/tables", {
         "game": "nerts", "name": "ana", "seed": 40 + players,
-        "options": {"players": players, "nerts_pile_size": 13, "target_score": 1000, **options},
+        "options": {"players": players, "nerts_pile_size": 13, "target_score": 25, **options},  # ends within a few hands
         "seats": [{"kind": "open"}] + [{"kind": "bot", "bot": "greedy:hard"}] * (players - 1),
     })
     tid, token = res["table"]["id"], res["token"]
@@ -84,7 +84,7 @@ def _watch(page: Page, w: int, h: int) -> int:
         if s is None or s["overlay"]:
             # a hand ended: close its scores and go on with the next hand (the places stay the same)
             if s is not None:
-                page.locator(".overlay #continue").click(timeout=2000)
+                page.evaluate("() => document.querySelector('.overlay #continue')?.click()")
             page.wait_for_timeout(250)
             continue
         samples += 1
