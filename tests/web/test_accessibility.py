@@ -4,6 +4,7 @@ played from the keyboard alone."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -32,7 +33,7 @@ def _finished(server: str, game: str, options: dict[str, Any], bots: list[str]) 
         "name": "ana", "seed": 12, "grace_seconds": 0,
     })
     tid, token = res["table"]["id"], res["token"]
-    if api(server, "GET", f"/api/tables/{tid}")["status"] == "open":
+    with contextlib.suppress(Exception):  # a table of one person and bots also starts by itself
         api(server, "POST", f"/api/tables/{tid}/start", {"token": token})
     api(server, "POST", f"/api/tables/{tid}/leave", {"token": token})
     return tid
@@ -47,7 +48,7 @@ def _live(server: str, game: str) -> tuple[str, int, str]:
                 "seats": [{"kind": "open"}] + [{"kind": "bot", "bot": "heuristic"}] * 2}
     res = api(server, "POST", "/api/tables", body)
     tid, token = res["table"]["id"], res["token"]
-    if api(server, "GET", f"/api/tables/{tid}")["status"] == "open":
+    with contextlib.suppress(Exception):  # a table of one person and bots also starts by itself
         api(server, "POST", f"/api/tables/{tid}/start", {"token": token})
     return tid, res["seat"], token
 

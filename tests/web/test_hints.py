@@ -3,6 +3,8 @@ localStorage), and the keys panel is reachable from the menu on a touch screen."
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from playwright.sync_api import Browser, expect
 from webhelpers import api, sit
@@ -16,7 +18,7 @@ def _nerts(server: str) -> tuple[str, int, str]:
         "seats": [{"kind": "open"}, {"kind": "bot", "bot": "greedy:easy"}],
     })
     tid, token = res["table"]["id"], res["token"]
-    if api(server, "GET", f"/api/tables/{tid}")["status"] == "open":
+    with contextlib.suppress(Exception):  # a table of one person and bots also starts by itself
         api(server, "POST", f"/api/tables/{tid}/start", {"token": token})
     return tid, res["seat"], token
 
