@@ -117,7 +117,7 @@ def test_person_plays_a_nerts_hand(page: Page, server: str, screenshots) -> None
             except Exception:
                 pass  # a bot got there first: the card came back
             continue
-        if to_work and done["work"] < 2:
+        if to_work and done["work"] < 2 and done["flip"] >= 1:  # a flip first: the hand may end early
             a = to_work[0]
             src = source_card(page, a["from"], a.get("count", 1))
             before = state(page)["v"]
