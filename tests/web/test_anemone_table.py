@@ -46,8 +46,9 @@ def test_two_people_and_two_bots_play_enemy_anemone(browser: Browser, server: st
         p.on("pageerror", lambda e: errors.append(str(e)))
 
     ana.goto(server + "/")
-    ana.click("button[data-game=anemone]")
     ana.fill("#player-name", "ana")
+    ana.click("#custom > summary")  # the long form is behind "Custom table"
+    ana.click("button[data-game=anemone]")
     ana.fill("[name=players]", "4")
     ana.fill("[name=rounds]", "1")
     ana.click("details.advanced summary")

@@ -64,7 +64,7 @@ def _pages(page: Page, server: str, finished: dict[str, str]):  # type: ignore[n
     """Open each page in turn; yields its name once it is drawn."""
     page.goto(server + "/")
     expect(page.locator("#finished-tables li.table-row").first).to_be_visible(timeout=10000)
-    page.wait_for_selector("#create")
+    page.wait_for_selector(".playnow-btn")
     yield "lobby"
     for game in ("nerts", "anemone"):
         page.goto(f"{server}/?howto={game}")
@@ -183,7 +183,7 @@ def test_no_english_left_in_korean_and_japanese(browser: Browser, server: str, f
 
 def test_language_switcher(page: Page, server: str) -> None:
     page.goto(server + "/")
-    page.wait_for_selector("#create")
+    page.wait_for_selector(".playnow-btn")
     page.select_option("#lang", "ja")
     expect(page.locator("#create")).to_have_text("テーブルを作成")
     page.reload()

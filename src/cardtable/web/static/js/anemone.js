@@ -1,9 +1,21 @@
 // The Enemy Anemone table: your hand (playable cards marked), the trick with each card's value and anemones,
 // anemones to add before playing, every seat's anemones, score pile and points, round and totals, whose turn.
 import { h, fill, toast, flipBefore, flipAfter } from './util.js';
-import { t } from './i18n.js';
+import { t, wordRefusal } from './i18n.js';
 import { creatureCard, anemoneChip, parseCreature } from './cards.js';
 import { seatNames, scoreTable, handOverDialog } from './scores.js';
+import { hintsFor, hintBubble } from './hints.js';
+import { api, errorText } from './api.js';
+import { navigate } from './nav.js';
+
+/**
+ * How long a finished trick stays on the table (milliseconds) before the next one shows, unless the player clicks:
+ * localStorage `ct.trickHoldMs` (0 turns the pause off), else 1500.
+ */
+export function trickHoldMs() {
+  const v = Number(localStorage.getItem('ct.trickHoldMs'));
+  return localStorage.getItem('ct.trickHoldMs') !== null && Number.isFinite(v) && v >= 0 ? v : 1500;
+}
 
 function sortHand(cards) {
   return [...cards].sort((a, b) => {
@@ -84,6 +96,13 @@ export function mountTable(root, ctx) {
   let chosen = []; // indexes into my anemones
   let busy = false;
   let overlay = null;
+  // A finished trick is held on the table: later messages wait in `queue`, in order, until the hold ends.
+  // After a hold the waiting messages are shown one by one, DRAIN_MS apart, so the next trick's cards are seen.
+  let latest = null; // the newest view received (the hand and bar use it)
+  let holdTimer = null;
+  let drainTimer = null;
+  const queue = [];
+  const DRAIN_MS = 250;
   const bar = h('div.abar');
   const boardBox = h('div.aboardbox');
   const handBox = h('section.myhand');
@@ -93,45 +112,61 @@ export function mountTable(root, ctx) {
   const names = () => seatNames(table);
 
   function drawBar() {
+    const live = latest || view;
     const n = names();
     const rounds = table?.options?.rounds;
-    const turnText = view.over ? t('anemone.hand_finished')
-      : view.turn === seat ? t('anemone.your_turn') : t('anemone.turn_of', { name: n[view.turn] ?? '' });
+    const turnText = live.over ? t('anemone.hand_finished')
+      : live.turn === seat ? t('anemone.your_turn') : t('anemone.turn_of', { name: n[live.turn] ?? '' });
     fill(bar,
       h('div.hinfo', {}, h('strong', { text: t('game.anemone') }), ' · ',
         rounds ? t('anemone.round_of', { n: handNo + 1, m: rounds }) : t('table.hand_n', { n: handNo + 1 }),
         seat === null ? h('span.badge', { text: t('table.spectating') }) : null),
-      h('div.turninfo' + (view.turn === seat && !view.over ? '.mine' : ''), { text: turnText }),
+      h('div.turninfo' + (live.turn === seat && !live.over ? '.mine' : ''), { text: turnText }),
       h('div.meta', {},
-        (view.players === 2 || view.deck_count > 0) && view.deck_count !== undefined && view.deck_count !== null ? h('span', { text: t('anemone.deck', { n: view.deck_count }) }) : null,
-        view.supply !== undefined ? h('span', { text: t('anemone.supply', { n: view.supply }) }) : null,
-        totals.length ? h('span.totalsbar', { text: t('table.totals_short', { totals: totals.join(' · ') }) }) : null));
+        (live.players === 2 || live.deck_count > 0) && live.deck_count !== undefined && live.deck_count !== null ? h('span', { text: t('anemone.deck', { n: live.deck_count }) }) : null,
+        live.supply !== undefined ? h('span', { text: t('anemone.supply', { n: live.supply }) }) : null,
+        seat !== null && !live.over ? h('button.small#leave-table', {
+          type: 'button', text: t('table.leave_game'),
+          onclick: async () => { try { await api.leave(ctx.id, ctx.token); navigate('/'); } catch (e) { toast(errorText(e), 'error', 4000); } },
+        }) : null,
+        totals.length ? h('span.totalsbar', { text: t('table.totals_short', { totals: totals.map((x, i) => `${n[i] ?? ''} ${x}`).join(' · ') }) }) : null));
   }
 
-  function myAnemones() { return ((view.anemones || [])[seat] || []); }
+  function myAnemones() { return (((latest || view).anemones || [])[seat] || []); }
 
+  // Your hand and the bar follow the latest view at once (you may play while a finished trick is still held);
+  // the board shows `view`, which may lag behind while a trick is held.
   function drawHand() {
     if (seat === null) return;
+    const live = latest || view;
     const mineA = myAnemones();
     chosen = chosen.filter((i) => i < mineA.length);
-    const myTurn = view.turn === seat && !view.over;
-    const playable = new Set(view.playable || []);
-    const discarding = !!view.must_discard && myTurn;
-    const hint = view.over ? t('anemone.hand_finished') : !myTurn ? t('anemone.wait_turn') : discarding ? t('anemone.must_discard') : t('anemone.choose_card');
+    const myTurn = live.turn === seat && !live.over;
+    const playable = new Set(live.playable || []);
+    const discarding = !!live.must_discard && myTurn;
+    const hint = live.over ? t('anemone.hand_finished') : !myTurn ? t('anemone.wait_turn') : discarding ? t('anemone.must_discard')
+      : mineA.length ? t('anemone.choose_card') : t('anemone.choose_card_plain');
+    const tip = live.over ? null : hintsFor([
+      { id: 'anemone.playable', when: myTurn && !discarding && playable.size > 0, text: t('hint.anemone_playable') },
+      { id: 'anemone.holder', when: myTurn && !discarding && mineA.length > 0, text: t('hint.anemone_holder') },
+    ]);
     fill(handBox,
       h('div.handhead', {},
         h('h3', { text: t('anemone.your_hand') }),
         h('span.hint' + (myTurn ? '.go' : ''), { text: hint })),
-      mineA.length ? h('div.chooser', {},
+      tip ? h('div.hintslot', {}, hintBubble(tip, () => drawHand())) : null,
+      // anemones can be added only by their holder, on their turn, to a card played into the trick
+      mineA.length && myTurn && !discarding ? h('div.chooser', {},
         h('span', { text: t('anemone.add_anemones') }),
         mineA.map((f, i) => h('button.anemchoice' + (chosen.includes(i) ? '.on' : ''), {
           type: 'button', 'aria-pressed': String(chosen.includes(i)), disabled: discarding || !myTurn, dataset: { face: String(f), index: String(i) },
           onclick: () => { chosen = chosen.includes(i) ? chosen.filter((x) => x !== i) : [...chosen, i]; drawHand(); },
         }, anemoneChip(f, { selected: chosen.includes(i) }))),
         chosen.length ? h('span.bonusnote', { text: t('anemone.adds', { n: chosen.reduce((s, i) => s + mineA[i], 0) }) }) : null) : null,
-      h('div.handcards', {}, sortHand(view.hand || []).map((c) => {
+      h('div.handcards', {}, sortHand(live.hand || []).map((c) => {
         const ok = myTurn && (discarding || playable.has(c));
         const el = creatureCard(c, { key: c });
+        if (tip?.id === 'anemone.playable' && ok) el.classList.add('pointed');
         el.classList.toggle('playable', ok && !discarding);
         el.classList.toggle('discardable', ok && discarding);
         el.classList.toggle('unplayable', !ok);
@@ -148,28 +183,76 @@ export function mountTable(root, ctx) {
 
   async function playCard(card, discarding) {
     if (busy) return;
+    release();
     const faces = chosen.map((i) => myAnemones()[i]);
     const action = discarding ? { type: 'discard', card } : { type: 'play', card, anemones: faces };
     busy = true;
     const res = await conn.act(action);
     busy = false;
     if (res.ok) chosen = [];
-    else if (res.reason) toast(t('anemone.rejected', { reason: res.reason }), 'error', 3000);
+    else if (res.reason || res.code) toast(t('anemone.rejected', { reason: wordRefusal(res, 'anemone') }), 'error', 3000);
   }
 
   function render() {
     if (!view) return;
     const before = flipBefore(root);
     fill(boardBox, renderAnemoneBoard(view, names(), { seat, totals: totals.length ? totals : null }));
+    if (holdTimer) {
+      const tr = boardBox.querySelector('section.trick');
+      tr?.classList.add('held');
+      tr?.append(h('p.holdnote', { text: t('anemone.click_to_go_on') }));
+    }
     drawBar();
     drawHand();
     flipAfter(root, before);
   }
 
+  /** Show an update; when it finishes a trick, hold that trick on the table for trickHoldMs(). */
+  function showUpdate(msg) {
+    const before = (view?.tricks || []).length;
+    view = msg.view; legal = msg.legal || [];
+    const finished = (view.tricks || []).length > before;
+    const ms = trickHoldMs();
+    if (finished && ms > 0) holdTimer = setTimeout(release, ms);
+    render();
+  }
+
+  /** End the hold (timer or click) and show what waited, in order, until the next finished trick holds again. */
+  function release() {
+    if (!holdTimer) return;
+    clearTimeout(holdTimer);
+    holdTimer = null;
+    render();
+    drain();
+  }
+
+  function drain() {
+    clearTimeout(drainTimer);
+    drainTimer = null;
+    if (holdTimer || !queue.length) return;
+    const [kind, msg] = queue.shift();
+    if (kind === 'update') showUpdate(msg); else showHandOverNow(msg);
+    if (!holdTimer && queue.length) drainTimer = setTimeout(drain, DRAIN_MS);
+  }
+
+  /** Must this message wait its turn (a trick is held, or earlier messages are still being shown)? */
+  function waiting() { return !!holdTimer || !!drainTimer; }
+
+  boardBox.addEventListener('click', () => release());
+
   function drawScores() {
     if (!results.length) { scoreBox.hidden = true; return; }
     scoreBox.hidden = false;
-    fill(scoreBox, h('details', {}, h('summary', { text: t('table.scores_so_far', { totals: totals.join(' · ') }) }), scoreTable(names(), results, totals)));
+    const n = names();
+    fill(scoreBox, h('details', {}, h('summary', { text: t('table.scores_so_far', { totals: totals.map((x, i) => `${n[i] ?? ''} ${x}`).join(' · ') }) }), scoreTable(n, results, totals)));
+  }
+
+  function showHandOverNow(msg) {
+    totals = msg.totals || totals;
+    showHandOver(msg);
+    results = [...results.slice(0, msg.hand), { scores: msg.scores, ended: msg.ended }];
+    drawScores();
+    render();
   }
 
   function showHandOver(msg) {
@@ -187,21 +270,28 @@ export function mountTable(root, ctx) {
   return {
     snapshot(msg) {
       table = msg.table || table;
-      view = msg.view; legal = msg.legal || [];
+      clearTimeout(holdTimer); clearTimeout(drainTimer); holdTimer = null; drainTimer = null; queue.length = 0; // a snapshot replaces whatever waited
+      view = msg.view; latest = msg.view; legal = msg.legal || [];
       results = msg.results || []; totals = msg.totals || []; handNo = msg.hand ?? 0;
+      // a snapshot that lands on a trick just finished holds it too, like an update would
+      const ms = trickHoldMs();
+      if (ms > 0 && !view.over && !(view.trick || []).length && !(view.trick_discards || []).length && (view.tricks || []).length) {
+        holdTimer = setTimeout(release, ms);
+      }
       render(); drawScores();
     },
-    update(msg) { view = msg.view; legal = msg.legal || []; render(); },
+    update(msg) {
+      latest = msg.view;
+      if (waiting()) { queue.push(['update', msg]); drawBar(); drawHand(); }
+      else showUpdate(msg);
+    },
     handOver(msg) {
-      totals = msg.totals || totals;
-      showHandOver(msg);
-      results = [...results.slice(0, msg.hand), { scores: msg.scores, ended: msg.ended }];
-      drawScores();
-      render();
+      if (waiting()) queue.push(['handOver', msg]);
+      else showHandOverNow(msg);
     },
     warning() {},
     table(tb) { table = tb; if (view) drawBar(); },
-    destroy() { overlay?.remove(); },
+    destroy() { overlay?.remove(); clearTimeout(holdTimer); clearTimeout(drainTimer); queue.length = 0; },
     get legal() { return legal; },
   };
 }

@@ -1,7 +1,15 @@
 // The HTTP lobby API (docs/protocol.md, "HTTP lobby") and the seat tokens kept in localStorage.
+import { wordRefusal } from './i18n.js';
 
+/** An HTTP error answer: status, the English detail (message), and the refusal code and params when given. */
 export class ApiError extends Error {
-  constructor(status, detail) { super(detail); this.status = status; }
+  constructor(status, detail, code = null, params = {}) { super(detail); this.status = status; this.code = code; this.params = params; }
+}
+
+/** An error from the API (or anything else) worded in the page's language. */
+export function errorText(err, game = null) {
+  if (err && err.code) return wordRefusal({ code: err.code, params: err.params, reason: err.message }, game);
+  return err?.message ?? String(err);
 }
 
 async function call(method, path, body) {
@@ -15,7 +23,7 @@ async function call(method, path, body) {
   if (!res.ok) {
     let detail = data && data.detail;
     if (Array.isArray(detail)) detail = detail.map((d) => d.msg || JSON.stringify(d)).join('; ');
-    throw new ApiError(res.status, detail || `HTTP ${res.status}`);
+    throw new ApiError(res.status, detail || `HTTP ${res.status}`, data?.code ?? null, data?.params || {});
   }
   return data;
 }
@@ -27,6 +35,7 @@ export const api = {
   create: (body) => call('POST', '/api/tables', body),
   join: (id, body) => call('POST', `/api/tables/${encodeURIComponent(id)}/join`, body),
   leave: (id, token) => call('POST', `/api/tables/${encodeURIComponent(id)}/leave`, { token }),
+  play: (body) => call('POST', '/api/play', body),
   start: (id, token) => call('POST', `/api/tables/${encodeURIComponent(id)}/start`, { token }),
   replay: (id) => call('GET', `/api/tables/${encodeURIComponent(id)}/replay`),
   finished: () => call('GET', '/api/finished'),

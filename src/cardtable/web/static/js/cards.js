@@ -1,6 +1,6 @@
 // Card faces drawn with CSS and inline SVG: the standard pack (Nerts) and the creature cards of Enemy Anemone.
 import { h } from './util.js';
-import { t } from './i18n.js';
+import { t, cardName } from './i18n.js';
 
 export const SUIT_SYMBOL = { S: '♠', H: '♥', D: '♦', C: '♣' };
 const RED = new Set(['H', 'D']);
@@ -19,7 +19,7 @@ export function packHue(pack) { return (Number(pack) * 67 + 210) % 360; }
  * A standard card element. opts: {pack, key, faceDown, as (joker's declared card), small}.
  */
 export function standardCard(code, opts = {}) {
-  const attrs = { dataset: {} };
+  const attrs = { dataset: {}, role: 'img' };
   if (opts.key) attrs.dataset.key = opts.key;
   if (opts.pack !== undefined && opts.pack !== null) attrs.style = { '--pack-hue': packHue(opts.pack) };
   if (opts.faceDown || !code) {
@@ -36,7 +36,7 @@ export function standardCard(code, opts = {}) {
       h('span.pip', {}, '★'),
       h('span.jk', { text: t('card.joker') }),
       opts.pack !== undefined ? h('span.packmark') : null);
-    el.setAttribute('aria-label', t('card.joker') + (opts.as ? ` = ${opts.as}` : ''));
+    el.setAttribute('aria-label', opts.as ? t('card.joker_as', { card: cardName(opts.as, 'nerts') }) : t('card.joker_name'));
     return el;
   }
   const sym = SUIT_SYMBOL[c.suit] || c.suit;
@@ -45,7 +45,7 @@ export function standardCard(code, opts = {}) {
     h('span.pip', {}, sym),
     h('span.corner.br', {}, c.rank, h('br'), sym),
     opts.pack !== undefined ? h('span.packmark') : null);
-  el.setAttribute('aria-label', code);
+  el.setAttribute('aria-label', cardName(code, 'nerts'));
   return el;
 }
 
@@ -85,10 +85,11 @@ export function parseCreature(code) {
 
 /** A creature card element: rank, symbol, creature name; opts {key, faceDown}. */
 export function creatureCard(code, opts = {}) {
-  if (opts.faceDown || !code) return h('div.ccard.back', { 'aria-label': t('card.facedown') });
+  if (opts.faceDown || !code) return h('div.ccard.back', { role: 'img', 'aria-label': t('card.facedown') });
   const c = parseCreature(code);
   const s = CREATURE_SUITS[c.suit] || { creature: c.suit, colour: '#555' };
   const el = h('div.ccard', {
+    role: 'img',
     dataset: { card: code, suit: c.suit, ...(opts.key ? { key: opts.key } : {}) },
     style: { '--suit': s.colour },
   },
@@ -96,7 +97,7 @@ export function creatureCard(code, opts = {}) {
   suitSymbol(c.suit, 'csym'),
   h('span.cname', { text: t(`creature.${s.creature}`) }),
   [3, 5, 8].includes(c.rank) ? h('span.bonus', { text: '+1', title: t('anemone.bonus_card') }) : null);
-  el.setAttribute('aria-label', `${c.rank} ${t(`creature.${s.creature}`)}`);
+  el.setAttribute('aria-label', cardName(code, 'anemone'));
   return el;
 }
 

@@ -77,7 +77,7 @@ export class TableConnection {
       case 'reject': {
         const p = this.pending.get(msg.seq);
         this.pending.delete(msg.seq);
-        p?.resolve({ ok: false, reason: msg.reason });
+        p?.resolve({ ok: false, reason: msg.reason, code: msg.code ?? null, params: msg.params || {} });
         break;
       }
       case 'pong': this.rtt = performance.now() - msg.t; break;
@@ -95,7 +95,7 @@ export class TableConnection {
     return false;
   }
 
-  /** Send an action; resolves to {ok: true, v} or {ok: false, reason}. */
+  /** Send an action; resolves to {ok: true, v} or {ok: false, reason, code, params} (word it with i18n.wordRefusal). */
   act(action) {
     const seq = ++this.seq;
     return new Promise((resolve) => {

@@ -4,7 +4,7 @@
 import { h, fill } from './util.js';
 import { t, has } from './i18n.js';
 import { creatureCard, suitSymbol, CREATURE_SUITS, standardCard, anemoneChip } from './cards.js';
-import { navigate } from './main.js';
+import { navigate } from './nav.js';
 
 function body(text) {
   const out = [];

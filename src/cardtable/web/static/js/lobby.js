@@ -1,25 +1,13 @@
-// The lobby: create a table (every option with its default, each seat a friend or a bot), join by link,
-// open tables, tables in play to watch, finished games to replay.
+// The lobby: "Play now" per game at the top (a seat at a waiting table, or a new one against bots that starts by
+// itself), a custom table behind "Custom table" (seats, house rules in groups, timing under "Advanced"), join by
+// link, open tables, tables in play to watch, finished games to replay.
 import { h, fill, toast } from './util.js';
 import { t, tOr } from './i18n.js';
-import { api, saveSeat, getName, saveName, getSeat } from './api.js';
-import { navigate } from './main.js';
+import { api, errorText, saveSeat, getName, saveName, getSeat } from './api.js';
+import { navigate } from './nav.js';
+import { gameTitle, botLabel, seatName } from './names.js';
 
-export function gameTitle(game) { return tOr(`game.${game}`, game); }
-
-export function botLabel(spec) {
-  if (!spec) return '';
-  const [name, level] = spec.split(':');
-  const n = tOr(`bot.name.${name}`, name);
-  return level ? `${n} (${tOr(`bot.level.${level}`, level)})` : n;
-}
-
-export function seatName(seat) {
-  if (!seat) return '';
-  if (seat.kind === 'open') return t('seat.open');
-  if (seat.kind === 'bot') return `${seat.name || t('seat.bot')} · ${botLabel(seat.bot)}`;
-  return seat.name || t('seat.player', { n: seat.seat + 1 });
-}
+export { gameTitle, botLabel, seatName } from './names.js';
 
 function optionField(spec, game) {
   const id = `opt-${spec.name}`;
@@ -58,19 +46,60 @@ function readOptions(form, specs) {
   return out;
 }
 
-function createPanel(games) {
-  const box = h('section.panel.create', { 'aria-labelledby': 'create-h' });
+/** Which group of the custom form an option belongs to (unknown options are house rules). */
+const OPTION_GROUP = {
+  players: 'table', partnerships: 'table', rounds: 'table', target_score: 'table',
+  nerts_pile_size: 'deal', work_piles: 'deal', flip_count: 'deal', jokers: 'deal',
+  nerts_penalty: 'scoring', nerts_bonus: 'scoring',
+  tie_window_ms: 'timing', in_flight_ms: 'timing', stall_seconds: 'timing',
+};
+const GROUPS = ['table', 'deal', 'scoring', 'house'];
+
+/** The table id in a create/join/play answer (an id or a TABLE object). */
+function tableIdOf(res) { return typeof res.table === 'string' ? res.table : res.table?.id ?? res.id; }
+
+function playNowPanel(games, name) {
+  const box = h('section.panel.playnow', { 'aria-labelledby': 'playnow-h' });
+  const busy = new Set();
+  fill(box, h('h2#playnow-h', { text: t('lobby.play_now_title') }),
+    h('div.field', {}, h('label', { for: 'player-name', text: t('lobby.your_name') }), name),
+    h('div.playbuttons', {}, games.map((g) => h('button.primary.playnow-btn', {
+      type: 'button', dataset: { play: g.game },
+      onclick: async (e) => {
+        if (busy.has(g.game)) return;
+        busy.add(g.game);
+        e.currentTarget.disabled = true;
+        saveName(name.value.trim());
+        try {
+          const res = await api.play({ game: g.game, name: name.value.trim() || t('lobby.default_name') });
+          const id = tableIdOf(res);
+          saveSeat(id, res.seat, res.token);
+          navigate(`/?table=${encodeURIComponent(id)}`);
+        } catch (err) {
+          toast(t('lobby.play_failed', { reason: errorText(err) }), 'error', 5000);
+          busy.delete(g.game);
+          e.target.closest('button').disabled = false;
+        }
+      },
+    }, h('span.pn-game', { text: t('lobby.play_game_now', { game: gameTitle(g.game) }) }),
+    h('small.pn-note', { text: t(`lobby.play_now_note.${g.game}`) })))),
+    h('p.muted.small', { text: t('lobby.play_now_help') }));
+  return box;
+}
+
+function createPanel(games, name) {
+  const box = h('details.panel.create#custom', {});
   let game = games[0]?.game;
-  const name = h('input#player-name', { type: 'text', value: getName(), maxlength: '24', placeholder: t('lobby.name_placeholder'), autocomplete: 'nickname' });
   const gamePick = h('div.segmented', { role: 'radiogroup', 'aria-label': t('lobby.game') });
-  const optsBox = h('div.options');
+  const optsBox = h('div.optgroups');
+  const timingBox = h('div.options.timing');
   const seatsBox = h('div.seats-editor');
   const seed = h('input#seed', { type: 'number', placeholder: t('lobby.seed_placeholder'), min: '0' });
   const form = h('form', {
     onsubmit: async (e) => {
       e.preventDefault();
       const info = games.find((g) => g.game === game);
-      const options = readOptions(optsBox, info.options);
+      const options = readOptions(form, info.options);
       const seats = [...seatsBox.querySelectorAll('select.seat-kind')].map((sel, i) =>
         i === 0 || sel.value === 'open' ? { kind: 'open' } : { kind: 'bot', bot: sel.value });
       const body = { game, options, seats, name: name.value.trim() || t('lobby.default_name') };
@@ -78,16 +107,17 @@ function createPanel(games) {
       saveName(name.value.trim());
       try {
         const res = await api.create(body);
-        saveSeat(res.table.id, res.seat, res.token);
-        navigate(`/?table=${encodeURIComponent(res.table.id)}`);
+        const id = tableIdOf(res);
+        saveSeat(id, res.seat, res.token);
+        navigate(`/?table=${encodeURIComponent(id)}`);
       } catch (err) {
-        toast(t('lobby.create_failed', { reason: err.message }), 'error', 5000);
+        toast(t('lobby.create_failed', { reason: errorText(err) }), 'error', 5000);
       }
     },
   });
 
   function seatCount() {
-    const el = optsBox.querySelector('[name="players"]');
+    const el = form.querySelector('[name="players"]');
     const n = el ? Number(el.value) : 2;
     return Math.max(1, Math.min(8, Number.isFinite(n) ? n : 2));
   }
@@ -96,13 +126,13 @@ function createPanel(games) {
     const info = games.find((g) => g.game === game);
     const old = [...seatsBox.querySelectorAll('select.seat-kind')].map((s) => s.value);
     const bots = info.bots || [];
-    const defBot = bots[Math.min(1, bots.length - 1)]?.spec;
+    const defBot = (bots.find((b) => /medium/.test(b.spec)) || bots[Math.min(1, bots.length - 1)])?.spec;
     const rows = [];
     for (let i = 0; i < seatCount(); i++) {
       const sel = h('select.seat-kind', { 'aria-label': t('lobby.seat_n', { n: i + 1 }), dataset: { seat: String(i) }, disabled: i === 0 },
         i === 0 ? h('option', { value: 'open', text: t('lobby.you') }) : null,
         i > 0 ? h('option', { value: 'open', text: t('lobby.friend') }) : null,
-        i > 0 ? bots.map((b) => h('option', { value: b.spec, text: t('lobby.bot_option', { bot: botLabel(b.spec) }) })) : null);
+        i > 0 ? bots.map((b) => h('option', { value: b.spec, text: t('lobby.bot_option', { bot: botLabel(b.spec, b.level) }) })) : null);
       if (i > 0) sel.value = old[i] ?? defBot ?? 'open';
       rows.push(h('div.seat-row', {}, h('span.seatno', { text: t('lobby.seat_n', { n: i + 1 }) }), sel));
     }
@@ -111,8 +141,12 @@ function createPanel(games) {
 
   function drawOptions() {
     const info = games.find((g) => g.game === game);
-    fill(optsBox, info.options.map((s) => optionField(s, game)));
-    optsBox.querySelector('[name="players"]')?.addEventListener('input', drawSeats);
+    const by = {};
+    for (const spec of info.options) (by[OPTION_GROUP[spec.name] || 'house'] ||= []).push(spec);
+    fill(optsBox, GROUPS.filter((g) => by[g]).map((g) => h('fieldset.optgroup', { dataset: { group: g } },
+      h('legend', { text: t(`lobby.group.${g}`) }), h('div.options', {}, by[g].map((s) => optionField(s, game))))));
+    fill(timingBox, (by.timing || []).map((s) => optionField(s, game)));
+    form.querySelector('[name="players"]')?.addEventListener('input', drawSeats);
     seatsBox.replaceChildren();
     drawSeats();
   }
@@ -123,18 +157,18 @@ function createPanel(games) {
       onclick: () => { game = g.game; drawGames(); drawOptions(); },
     }, gameTitle(g.game))));
   }
-  drawGames();
-  drawOptions();
 
   fill(form,
-    h('div.field', {}, h('label', { for: 'player-name', text: t('lobby.your_name') }), name),
     h('div.field', {}, h('span.label', { text: t('lobby.game') }), gamePick),
     h('fieldset', {}, h('legend', { text: t('lobby.seats') }), seatsBox),
-    h('fieldset', {}, h('legend', { text: t('lobby.options') }), optsBox),
-    h('details.advanced', {}, h('summary', { text: t('lobby.advanced') }),
+    h('h3.rules-h', { text: t('lobby.house_rules') }),
+    optsBox,
+    h('details.advanced', {}, h('summary', { text: t('lobby.advanced') }), timingBox,
       h('div.field', {}, h('label', { for: 'seed', text: t('lobby.seed') }), seed)),
-    h('button.primary#create', { type: 'submit', text: t('lobby.create') }));
-  fill(box, h('h2#create-h', { text: t('lobby.create_title') }), form);
+    h('div.createbar', {}, h('button.primary#create', { type: 'submit', text: t('lobby.create') })));
+  drawGames();
+  drawOptions();
+  fill(box, h('summary#create-h', {}, h('span', { text: t('lobby.custom_table') }), h('small.muted', { text: ` ${t('lobby.custom_help')}` })), form);
   return box;
 }
 
@@ -191,8 +225,9 @@ export function showLobby(main) {
   fill(main, h('div.lobby', {}, left, right));
   main.className = 'lobby-page';
 
-  api.games().then((games) => fill(left, createPanel(games)))
-    .catch((e) => fill(left, h('section.panel', {}, h('p.error', { text: t('lobby.load_failed', { reason: e.message }) }))));
+  const name = h('input#player-name', { type: 'text', value: getName(), maxlength: '24', placeholder: t('lobby.name_placeholder'), autocomplete: 'nickname' });
+  api.games().then((games) => fill(left, playNowPanel(games, name), createPanel(games, name)))
+    .catch((e) => fill(left, h('section.panel', {}, h('p.error', { text: t('lobby.load_failed', { reason: errorText(e) }) }))));
 
   async function refresh() {
     const parts = [[openP, () => api.tables('open'), 'open'], [playP, () => api.tables('playing'), 'playing'],

@@ -4,7 +4,8 @@
 //   /?howto=nerts      how to play (nerts | anemone)
 //   /?account=1        sign up, sign in, your account   /?leaderboard=GAME  a leaderboard   /?player=NAME  a player
 import { h, fill } from './util.js';
-import { initI18n, setLanguage, currentLanguage, LANGS, t } from './i18n.js';
+import { initI18n, setLanguage, currentLanguage, LANGS, t, wordRefusal, refusalCodes, cardName } from './i18n.js';
+import { navigate, setRouter } from './nav.js';
 import { accountNav } from './account.js';
 
 const css = document.createElement('link');
@@ -14,10 +15,6 @@ document.head.append(css);
 
 let cleanup = null;
 
-export function navigate(url) {
-  history.pushState(null, '', url);
-  route();
-}
 
 function header() {
   const langSel = h('select#lang', {
@@ -37,7 +34,7 @@ function header() {
       h('label.langpick', {}, h('span.sr', { text: t('nav.language') }), langSel)));
 }
 
-export async function route() {
+async function route() {
   if (cleanup) { try { cleanup(); } catch (e) { console.error(e); } cleanup = null; }
   const q = new URLSearchParams(location.search);
   const app = document.getElementById('app');
@@ -64,6 +61,9 @@ export async function route() {
   }
 }
 
+setRouter(route);
+/** Test hook: the wording functions, to check every refusal code in every language from the page. */
+window.__ctI18n = { wordRefusal, refusalCodes, cardName, setLanguage };
 window.addEventListener('popstate', route);
 
 await initI18n();

@@ -2,10 +2,18 @@
 // Cards move by drag and drop (pointer events: mouse, pen and touch); a double-click (mouse) or a tap (touch)
 // sends a card to a foundation when `legal` has one; keys: space flip, 1-6 work pile to foundation,
 // n Nerts pile, w waste, s stuck, c cycle. Moves show at once; a rejected one slides back with its reason.
+//
+// Board places (CSS grid areas on .nboard, see css/app.css "Nerts board"): `others` (the other seats, compact),
+// `found` (the foundations, a bounded area whose cards shrink as it fills) and `mine` (your layout). fitBoard()
+// sizes them once per hand (and on a window resize) from the window, the seat count and the work pile count,
+// never from the cards in play, so your layout keeps its place and size for the whole hand.
 import { h, fill, toast, flipBefore, flipAfter } from './util.js';
-import { t } from './i18n.js';
-import { standardCard, emptySlot, SUIT_SYMBOL } from './cards.js';
+import { t, wordRefusal, cardName, pileName } from './i18n.js';
+import { standardCard, emptySlot, parseCard, SUIT_SYMBOL } from './cards.js';
 import { seatNames, scoreTable, handOverDialog } from './scores.js';
+import { hintsFor, hintBubble, touchScreen } from './hints.js';
+import { api } from './api.js';
+import { navigate } from './nav.js';
 
 const clone = (x) => JSON.parse(JSON.stringify(x));
 
@@ -20,36 +28,77 @@ function layoutName(layout, names) {
   return (layout.seats || []).map((s) => names[s] ?? t('seat.player', { n: s + 1 })).join(' & ');
 }
 
-function countBadge(n, label) { return h('span.count', { title: label, text: String(n) }); }
+function countBadge(n, label) { return h('span.count', { title: label, 'aria-hidden': 'true', text: String(n) }); }
 
-/** One layout (a pack's piles). big: your own; readonly: no handlers (replay, spectators). */
+/** A pile's accessible name: "work pile 2: 3 cards, top 6 of spades". */
+function pileLabel(kind, number, count, top) {
+  const name = pileName({ kind, number });
+  return top ? t('nerts.pile_label_top', { pile: name, n: count, card: cardName(top, 'nerts') })
+    : t('nerts.pile_label', { pile: name, n: count });
+}
+
+/** A small face for another seat's top card: rank and suit only. */
+function miniCard(code, pack) {
+  if (!code) return h('span.mcard.empty', { 'aria-hidden': 'true' });
+  const c = parseCard(code);
+  const red = c.suit === 'H' || c.suit === 'D';
+  return h('span.mcard' + (red ? '.red' : '') + (c.joker ? '.joker' : ''), {
+    dataset: { card: code }, style: { '--pack-hue': (Number(pack) * 67 + 210) % 360 },
+  }, c.joker ? '★' : h('span.mr', { text: c.rank }), c.joker ? null : h('span.ms', { text: SUIT_SYMBOL[c.suit] }));
+}
+
+/** Another seat's layout in its compact form: name, Nerts count, and the top cards one can race for. */
+function compactLayout(layout, names) {
+  const pack = layout.pack;
+  const nerts = layout.nerts || { count: 0, top: null };
+  const waste = layout.waste || { count: 0, top: null };
+  const tops = (layout.work || []).map((p) => p[p.length - 1] || null);
+  const label = t('nerts.other_label', { name: layoutName(layout, names), n: nerts.count });
+  return h('section.layout.other.compact' + (layout.stuck ? '.stuck' : ''), {
+    dataset: { pack: String(pack), seats: (layout.seats || []).join(',') }, style: { '--pack-hue': (Number(pack) * 67 + 210) % 360 },
+    'aria-label': label,
+  },
+  h('header.lhead', {}, h('span.backswatch'), h('strong.lname', { text: layoutName(layout, names) }),
+    layout.stuck ? h('span.badge.stuckbadge', { text: t('nerts.stuck_badge') }) : null),
+  h('div.mrow', {},
+    h('span.mpile.mnerts', { dataset: { pile: 'nerts' }, title: t('nerts.nerts_count', { n: nerts.count }) },
+      miniCard(nerts.top, pack), h('span.count', { text: String(nerts.count) })),
+    h('span.mpile.mwaste', { dataset: { pile: 'waste' }, title: t('nerts.waste') }, miniCard(waste.top, pack)),
+    h('span.msep'),
+    tops.map((c, i) => h('span.mpile', { dataset: { pile: `work:${i}` } }, miniCard(c, pack)))));
+}
+
+/** One layout (a pack's piles). mine: your own (large, fixed places); otherwise a small full layout (watchers, replay). */
 function renderLayout(layout, names, { mine = false, seat = null } = {}) {
   const pack = layout.pack;
   const key = (c) => `${pack}:${c}`;
   const nerts = layout.nerts || { count: 0, top: null };
   const waste = layout.waste || { count: 0, top: null };
   const stock = layout.stock || { count: 0 };
-  const pile = (name, extra, ...kids) => h(`div.pile.${extra}`, { dataset: { pile: name, pack: String(pack) } }, kids);
+  const pile = (name, extra, label, ...kids) => h(`div.pile.${extra}`, {
+    dataset: { pile: name, pack: String(pack) }, role: 'group', 'aria-label': label,
+  }, kids);
 
-  const nertsEl = pile('nerts', 'nertspile',
+  const nertsEl = pile('nerts', 'nertspile', pileLabel('nerts', null, nerts.count, nerts.top),
     nerts.count > 0 ? standardCard(nerts.top, { key: nerts.top ? key(nerts.top) : undefined, faceDown: !nerts.top, pack }) : emptySlot(t('nerts.empty')),
     countBadge(nerts.count, t('nerts.nerts_count', { n: nerts.count })),
     h('span.pilelabel', { text: t('nerts.nerts_pile') }));
-  const work = (layout.work || []).map((cards, i) => pile(`work:${i}`, 'work',
+  const work = (layout.work || []).map((cards, i) => pile(`work:${i}`, 'work', pileLabel('work', i + 1, cards.length, cards[cards.length - 1]),
     cards.length ? cards.map((c) => standardCard(c, { key: key(c), pack })) : emptySlot(),
     mine ? h('span.keyhint', { text: String(i + 1), 'aria-hidden': 'true' }) : null));
-  const stockEl = pile('stock', 'stock',
+  const stockEl = pile('stock', 'stock', pileLabel('stock', null, stock.count, null),
     stock.count > 0 ? standardCard(null, { faceDown: true, pack }) : emptySlot('↻'),
     countBadge(stock.count, t('nerts.stock_count', { n: stock.count })),
     h('span.pilelabel', { text: t('nerts.stock') }));
-  const wasteEl = pile('waste', 'waste',
+  const wasteEl = pile('waste', 'waste', pileLabel('waste', null, waste.count, waste.top),
     waste.count > 0 ? standardCard(waste.top, { key: waste.top ? key(waste.top) : undefined, faceDown: !waste.top, pack }) : emptySlot(),
     countBadge(waste.count, t('nerts.waste_count', { n: waste.count })),
     h('span.pilelabel', { text: t('nerts.waste') }));
   const isMe = seat !== null && (layout.seats || []).includes(seat);
   return h('section.layout' + (mine ? '.mine' : '.other') + (layout.stuck ? '.stuck' : ''),
-    { dataset: { pack: String(pack), seats: (layout.seats || []).join(',') }, style: { '--pack-hue': (Number(pack) * 67 + 210) % 360 } },
-    h('header.lhead', {}, h('span.backswatch'), h('strong', { text: layoutName(layout, names) }),
+    { dataset: { pack: String(pack), seats: (layout.seats || []).join(',') }, style: { '--pack-hue': (Number(pack) * 67 + 210) % 360 },
+      'aria-label': mine ? t('nerts.your_layout') : layoutName(layout, names) },
+    h('header.lhead', {}, h('span.backswatch'), h('strong', { text: mine ? t('nerts.your_layout') : layoutName(layout, names) }),
       isMe && !mine ? h('em', { text: ` (${t('table.you')})` }) : null,
       layout.stuck ? h('span.badge.stuckbadge', { text: t('nerts.stuck_badge') }) : null),
     h('div.lbody', {}, h('div.side', {}, nertsEl), h('div.workrow', {}, work), h('div.side.sw', {}, stockEl, wasteEl)));
@@ -60,17 +109,17 @@ function renderFoundations(foundations, { live = false } = {}) {
   const done = (foundations || []).filter((f) => f.finished);
   const fEl = (f) => {
     const top = f.cards[f.cards.length - 1];
-    return h('div.pile.foundation' + (f.finished ? '.finished' : ''), { dataset: { pile: `foundation:${f.id}`, suit: f.suit || '' } },
+    const label = top ? t('nerts.foundation_label', { n: f.cards.length, card: cardName(top.as || top.card, 'nerts') }) : t('nerts.foundations');
+    return h('div.pile.foundation' + (f.finished ? '.finished' : ''), { dataset: { pile: `foundation:${f.id}`, suit: f.suit || '' }, role: 'group', 'aria-label': label },
       top ? standardCard(top.card, { key: `${top.pack}:${top.card}`, pack: top.pack, as: top.as }) : emptySlot(),
-      h('span.count', { text: String(f.cards.length), title: t('nerts.foundation_count', { n: f.cards.length }) }));
+      h('span.count', { text: String(f.cards.length), 'aria-hidden': 'true' }));
   };
-  return h('section.foundations', { dataset: { drop: 'foundations' } },
-    h('h3.sr', { text: t('nerts.foundations') }),
+  return h('section.foundations', { dataset: { drop: 'foundations' }, 'aria-label': t('nerts.foundations') },
     h('div.frow', {}, active.map(fEl),
-      live ? h('div.pile.foundation.newfound', { dataset: { pile: 'foundation:new' } }, emptySlot(t('nerts.new_foundation'))) : null,
+      live ? h('div.pile.foundation.newfound', { dataset: { pile: 'foundation:new' }, role: 'group', 'aria-label': t('pile.new_foundation') }, emptySlot(t('nerts.new_foundation'))) : null,
       !active.length && !live ? h('span.muted', { text: t('nerts.no_foundations') }) : null),
     done.length ? h('div.finishedrow', { title: t('nerts.finished_foundations') },
-      h('span.muted', { text: t('nerts.finished_n', { n: done.length }) }),
+      h('span', { text: t('nerts.finished_n', { n: done.length }) }),
       done.map((f) => h('span.fsuit', { text: SUIT_SYMBOL[f.suit] || '★', dataset: { suit: f.suit || '' } }))) : null);
 }
 
@@ -79,10 +128,65 @@ export function renderNertsBoard(view, names, { seat = null, live = false } = {}
   const layouts = view.layouts || [];
   const mine = seat === null ? null : layouts.find((l) => (l.seats || []).includes(seat));
   const others = layouts.filter((l) => l !== mine);
-  return h('div.nboard' + (mine ? '' : '.spectating'), {},
-    h('div.others', {}, others.map((l) => renderLayout(l, names, { seat }))),
+  return h('div.nboard' + (mine ? '.seated' : '.spectating'), {},
+    h('div.others', {}, others.map((l) => (mine ? compactLayout(l, names) : renderLayout(l, names, { seat })))),
     renderFoundations(view.foundations, { live: live && !!mine }),
     mine ? renderLayout(mine, names, { mine: true, seat }) : null);
+}
+
+/**
+ * Sizes for a seated board (pixels), from the board box's inner size, the other layouts' count and the work
+ * piles' count: {portrait, cw (your card width), mw (the others' card width), othersW, othersH, mineH, workH,
+ * ocols (columns of other layouts)}.
+ * Pure: the same window and table give the same sizes, whatever the cards.
+ */
+export function boardSizes(W, H, others, workPiles) {
+  const gap = 8;
+  const portrait = W < 640 || W < H;
+  const wp = Math.max(1, workPiles);
+  const head = 20, label = 16, pad = 14;
+  if (portrait) {
+    const cols = others <= 1 || (others <= 3 && H >= 640) ? 1 : 2;
+    const colW = (W - gap * (cols - 1)) / cols;
+    const mw = Math.max(16, Math.min(32, (colW - 22) / (wp + 2) - 4));
+    const rows = others ? Math.ceil(others / cols) : 0;
+    const othersH = rows ? rows * (mw * 1.4 + 26) + (rows - 1) * 4 : 0;
+    const cwW = (W - pad - 8 * (wp - 1)) / wp;
+    const foundMin = Math.max(110, H * 0.16);
+    const cwH = (H - othersH - foundMin - 2 * gap - head - label - pad - 8) / (1.4 * 2.75);
+    const cw = Math.floor(Math.max(30, Math.min(cwW, cwH, 104)));
+    const ch = cw * 1.4;
+    const workH = Math.floor(ch * 1.75);
+    const mineH = Math.ceil(head + ch + label + 8 + workH + pad);
+    return { portrait, cw, mw: Math.floor(mw), othersW: W, othersH: Math.ceil(othersH), mineH, workH, ocols: cols };
+  }
+  let ocols = 1;
+  let orows = others;
+  let mw = others ? ((H - 4 * (others - 1)) / others - 30) / 1.4 : 0;
+  if (others > 1 && mw < 22) { ocols = 2; orows = Math.ceil(others / 2); mw = ((H - 4 * (orows - 1)) / orows - 30) / 1.4; }
+  mw = others ? Math.max(16, Math.min(38, mw)) : 0;
+  const boxW = Math.max(130, (wp + 2) * (mw + 3) + 20);
+  const othersW = others ? Math.ceil(ocols * boxW + (ocols - 1) * 4) : 0;
+  const availW = W - othersW - (others ? gap : 0);
+  const cwW = (availW - pad - 8 * (wp - 1) - 2 * 22 - 10 - 8) / (wp + 3);
+  const foundMin = Math.max(90, H * 0.26);
+  const cwH = (H - foundMin - gap - head - pad) / (1.4 * 1.75);
+  const cw = Math.floor(Math.max(30, Math.min(cwW, cwH, 120)));
+  const ch = cw * 1.4;
+  const workH = Math.floor(ch * 1.75);
+  const mineH = Math.ceil(head + Math.max(workH, ch + label) + pad);
+  return { portrait, cw, mw: Math.floor(mw), othersW, othersH: H, mineH, workH, ocols };
+}
+
+/** The largest foundation card width (pixels, at most max) that fits n piles into a w x h area. */
+export function foundationCardWidth(n, w, h, max) {
+  const gap = 6;
+  for (let cw = Math.floor(max); cw > 12; cw -= 1) {
+    const cols = Math.floor((w + gap) / (cw + gap));
+    const rows = Math.floor((h + gap) / (cw * 1.4 + gap));
+    if (cols * rows >= n) return cw;
+  }
+  return 12;
 }
 
 /** Apply a move or under to a copy of view, as far as this seat can see it; null when it cannot tell. */
@@ -158,11 +262,19 @@ export function mountTable(root, ctx) {
   let overlay = null;
   let stallTimer = null;
   let stallUntil = 0;
+  let sizes = null;
+  let hintShown = null;
+  let frame = 0;
   const bar = h('div.nbar');
-  const boardBox = h('div.nboardbox');
+  const boardBox = h('div.nboardbox' + (seat === null ? '' : '.fixed'));
+  const boardSlot = h('div.nboardslot');
   const warnEl = h('div.stallwarn', { role: 'alert' });
-  const scoreBox = h('aside.scoreboard');
-  fill(root, h('div.nerts-table', { dataset: { seat: seat === null ? '' : String(seat) } }, bar, warnEl, boardBox, scoreBox));
+  const hintEl = h('div.hintslot', { 'aria-live': 'polite' });
+  const scoreBox = h('div.scoreslot');
+  boardBox.append(boardSlot, warnEl);
+  fill(root, h('div.nerts-table', { dataset: { seat: seat === null ? '' : String(seat) } }, bar, boardBox));
+  const page = root.closest('main');
+  if (seat !== null) page?.classList.add('fit');
 
   const has = (type) => legal.some((a) => a.type === type);
   const names = () => seatNames(table);
@@ -179,40 +291,145 @@ export function mountTable(root, ctx) {
     return v;
   }
 
+  // ---- the bar: built once, its buttons updated in place (an open menu stays open) ----
+  const info = h('div.hinfo');
+  const btn = (id, key, title, onclick, cls = '') => h(`button${cls}#${id}`, { type: 'button', onclick, title: title ? t(title) : undefined }, t(key));
+  const flipBtn = btn('flip', 'nerts.flip', 'nerts.key_space', () => act({ type: 'flip' }));
+  const stuckBtn = btn('stuck', 'nerts.stuck', 'nerts.key_s', () => act({ type: 'stuck' }));
+  const cycleBtn = btn('cycle', 'nerts.cycle', 'nerts.key_c', () => act({ type: 'cycle' }));
+  const nertsBtn = btn('call-nerts', 'nerts.call', null, () => act({ type: 'nerts' }), '.primary.nertsbtn');
+  const menu = h('details.tmenu', {},
+    h('summary', { 'aria-label': t('table.menu') }, h('span', { 'aria-hidden': 'true', text: '☰' }), h('span.mlabel', { text: t('table.menu') })),
+    h('div.menubox', {},
+      h('h3', { text: t('nerts.keys') }),
+      h('p.keyshelp', { text: t(touchScreen() ? 'nerts.touch_help' : 'nerts.keys_help') }),
+      scoreBox,
+      seat !== null ? h('button#leave-table', {
+        type: 'button', text: t('table.leave_game'),
+        onclick: async () => {
+          try { await api.leave(ctx.id, ctx.token); navigate('/'); } catch (e) { toast(String(e.message || e), 'error', 4000); }
+        },
+      }) : null));
+  const actions = h('div.actions', {}, flipBtn, stuckBtn, cycleBtn, nertsBtn);
+  fill(bar, info, seat === null ? null : actions, menu);
+
   function drawBar() {
-    const spectator = seat === null;
-    fill(bar,
-      h('div.hinfo', {}, h('strong', { text: t('game.nerts') }), ' · ', t('table.hand_n', { n: handNo + 1 }),
-        view?.called !== null && view?.called !== undefined ? h('span.badge.called', { text: t('nerts.called_by', { name: names()[view.called] ?? '' }) }) : null,
-        spectator ? h('span.badge', { text: t('table.spectating') }) : null),
-      spectator ? null : h('div.actions', {},
-        h('button#flip', { type: 'button', disabled: !has('flip'), onclick: () => act({ type: 'flip' }), title: t('nerts.key_space') }, t('nerts.flip')),
-        h('button#stuck', { type: 'button', disabled: !has('stuck'), onclick: () => act({ type: 'stuck' }), title: t('nerts.key_s') }, t('nerts.stuck')),
-        has('cycle') ? h('button#cycle', { type: 'button', onclick: () => act({ type: 'cycle' }), title: t('nerts.key_c') }, t('nerts.cycle')) : null,
-        h('button.primary.nertsbtn#call-nerts', { type: 'button', disabled: !has('nerts'), onclick: () => act({ type: 'nerts' }) }, t('nerts.call'))),
-      spectator ? null : h('details.keys', {}, h('summary', { text: t('nerts.keys') }), h('p', { text: t('nerts.keys_help') })));
+    fill(info, h('strong.gname', { text: t('game.nerts') }), h('span.handno', { text: t('table.hand_n', { n: handNo + 1 }) }),
+      view?.called !== null && view?.called !== undefined ? h('span.badge.called', { text: t('nerts.called_by', { name: names()[view.called] ?? '' }) }) : null,
+      seat === null ? h('span.badge', { text: t('table.spectating') }) : null);
+    flipBtn.disabled = !has('flip');
+    stuckBtn.disabled = !has('stuck');
+    // while stuck the "top card to bottom" button takes the stuck button's place
+    cycleBtn.hidden = !has('cycle');
+    stuckBtn.hidden = has('cycle');
+    nertsBtn.disabled = !has('nerts');
   }
 
   function drawScores() {
     const n = names();
-    if (!results.length) { fill(scoreBox); scoreBox.hidden = true; return; }
-    scoreBox.hidden = false;
-    fill(scoreBox, h('details', {}, h('summary', { text: t('table.scores_so_far', { totals: (totals || []).join(' · ') }) }),
-      scoreTable(n, results, totals)));
+    if (!results.length) { fill(scoreBox); return; }
+    fill(scoreBox, h('h3', { text: t('table.scores_so_far', { totals: (totals || []).map((x, i) => `${n[i] ?? ''} ${x}`).join(' · ') }) }),
+      scoreTable(n, results, totals));
+  }
+
+  /** Size the board's places from the window and the table (not from the cards), once per hand and on resize. */
+  function fit() {
+    if (seat === null || !view) return;
+    const cs = getComputedStyle(boardBox);
+    const W = boardBox.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+    const H = boardBox.clientHeight - parseFloat(cs.paddingTop) - parseFloat(cs.paddingBottom);
+    const layouts = view.layouts || [];
+    const mineL = layouts.find((l) => (l.seats || []).includes(seat));
+    const wp = mineL ? (mineL.work || []).length : 4;
+    sizes = boardSizes(W, H, Math.max(0, layouts.length - 1), wp);
+    boardBox.classList.toggle('portrait', sizes.portrait);
+    boardBox.classList.toggle('solo', layouts.length <= 1);
+    for (const [k, v] of Object.entries({ cw: sizes.cw, mw: sizes.mw, 'others-w': sizes.othersW, 'others-h': sizes.othersH, 'mine-h': sizes.mineH, 'work-h': sizes.workH, ocols: sizes.ocols })) {
+      if (k === 'ocols') { boardBox.style.setProperty('--ocols', String(v)); continue; }
+      boardBox.style.setProperty(`--${k}`, `${v}px`);
+    }
+  }
+
+  /** Shrink the foundation cards to fit their area, and close up long work piles inside their fixed height. */
+  function fitInside() {
+    if (!sizes) return;
+    const area = boardBox.querySelector('.foundations');
+    if (area) {
+      const n = area.querySelectorAll('.frow > .pile').length;
+      const fin = area.querySelector('.finishedrow') ? 22 : 0;
+      const hint = area.contains(hintEl) ? hintEl.offsetHeight + 6 : 0;
+      const fw = foundationCardWidth(Math.max(1, n), area.clientWidth - 12, area.clientHeight - 12 - fin - hint, Math.min(sizes.cw, 84));
+      area.style.setProperty('--cw', `${fw}px`);
+    }
+    const ch = sizes.cw * 1.4;
+    for (const p of boardBox.querySelectorAll('.layout.mine .pile.work')) {
+      const n = p.querySelectorAll('.card').length;
+      const step = n > 1 ? Math.min(ch * 0.26, (sizes.workH - ch - 2) / (n - 1)) : ch * 0.26;
+      p.style.setProperty('--step', `${step.toFixed(1)}px`);
+    }
+  }
+
+  function drawHint() {
+    if (seat === null || !view || view.over) { hintEl.replaceChildren(); hintShown = null; return; }
+    const touch = touchScreen();
+    const hint = hintsFor([
+      { id: 'nerts.tofound', when: legal.some((a) => a.type === 'move' && String(a.to).startsWith('foundation')), text: t(touch ? 'hint.nerts_tap' : 'hint.nerts_dblclick') },
+      { id: 'nerts.drag', when: legal.some((a) => a.type === 'move' && String(a.to).startsWith('work')), text: t('hint.nerts_drag') },
+      { id: 'nerts.flip', when: has('flip') && !legal.some((a) => a.type === 'move'), text: t('hint.nerts_flip') },
+      { id: 'nerts.keys', when: !touch && (handNo > 0 || legal.some((a) => a.type === 'move')), text: t('hint.nerts_keys') },
+    ]);
+    // the hint sits at the top of the foundations' area (their cards shrink to make room): never over your cards
+    boardSlot.querySelector('.foundations')?.prepend(hintEl);
+    if (hint?.id === hintShown) return;
+    hintShown = hint?.id ?? null;
+    fill(hintEl, hint ? hintBubble(hint, () => { hintShown = null; drawHint(); fitInside(); }) : null);
   }
 
   function render(animate = true) {
     if (!view) return;
-    const before = animate ? flipBefore(boardBox) : null;
+    if (!sizes) fit();
+    const before = animate ? flipBefore(boardSlot) : null;
     const v = displayView();
-    fill(boardBox, renderNertsBoard(v, names(), { seat, live: true }));
+    fill(boardSlot, renderNertsBoard(v, names(), { seat, live: true }));
+    drawHint();
+    fitInside();
     if (drag?.started) {
       // the board was redrawn mid-drag: keep the dragged cards hidden in their new elements
-      const els = drag.keys.map((k) => boardBox.querySelector(`.layout.mine [data-key="${CSS.escape(k)}"]`));
+      const els = drag.keys.map((k) => boardSlot.querySelector(`.layout.mine [data-key="${CSS.escape(k)}"]`));
       if (els.every(Boolean)) { drag.els = els; for (const el of els) el.classList.add('dragging'); }
     }
-    if (animate) flipAfter(boardBox, before);
+    if (animate) flipAfter(boardSlot, before);
     drawBar();
+  }
+
+  const onResize = () => { if (view) { fit(); render(false); } };
+  window.addEventListener('resize', onResize);
+
+  /** Several declarations for a joker: ask which (once per drop); resolves to the chosen action or null. */
+  function chooseDeclaration(options) {
+    return new Promise((resolve) => {
+      const close = (a) => { box.remove(); resolve(a); };
+      const box = h('div.overlay.jokerpick', { role: 'dialog', 'aria-modal': 'true', 'aria-label': t('nerts.joker_as'), onclick: (e) => { if (e.target === box) close(null); } },
+        h('div.dialog.small', {},
+          h('h2', { text: t('nerts.joker_as') }),
+          h('div.row', {}, options.map((a) => h('button.declare', { type: 'button', dataset: { as: a.as }, onclick: () => close(a) },
+            standardCard(a.as, {}), h('span.sr', { text: cardName(a.as, 'nerts') })))),
+          h('div.row', {}, h('button', { type: 'button', text: t('common.cancel'), onclick: () => close(null) }))));
+      document.body.append(box);
+      box.querySelector('button.declare')?.focus();
+    });
+  }
+
+  /** Play one of several foundation moves that differ only in the joker's declaration. */
+  async function playChoosing(options) {
+    const decl = options.filter((a) => a.as);
+    if (decl.length > 1) {
+      const a = await chooseDeclaration(decl);
+      if (a) act({ ...a });
+      else render(true);
+      return;
+    }
+    act({ ...options[0] });
   }
 
   async function act(action, { quiet = false } = {}) {
@@ -232,19 +449,23 @@ export function mountTable(root, ctx) {
     if (!res.ok) {
       if (entry) pending = pending.filter((p) => p !== entry);
       render(true); // the card slides back
-      if (res.reason && !quiet) toast(t('nerts.rejected', { reason: res.reason }), 'error', 2600);
+      if ((res.reason || res.code) && !quiet) toast(t('nerts.rejected', { reason: wordRefusal(res, 'nerts') }), 'error', 2600);
       boardBox.querySelector('.layout.mine')?.classList.add('shake');
       setTimeout(() => boardBox.querySelector('.layout.mine')?.classList.remove('shake'), 400);
     }
   }
 
-  function foundationMoveFor(src) {
-    return legal.find((a) => a.type === 'move' && a.from === src && String(a.to).startsWith('foundation') && (a.count || 1) === 1);
+  function foundationMovesFor(src, to = null) {
+    return legal.filter((a) => a.type === 'move' && a.from === src && (a.count || 1) === 1
+      && (to ? a.to === to : String(a.to).startsWith('foundation')));
   }
 
+  /** The foundation moves for src that go to the same place as the first one (a joker's declarations). */
+  function firstPlace(options) { return options.filter((a) => a.to === options[0].to); }
+
   function sendToFoundation(src) {
-    const a = foundationMoveFor(src);
-    if (a) act({ ...a });
+    const options = foundationMovesFor(src);
+    if (options.length) playChoosing(firstPlace(options));
     else toast(t('nerts.no_foundation_fits'), 'info', 1600);
   }
 
@@ -332,6 +553,12 @@ export function mountTable(root, ctx) {
       if (target && !onOwnPile && Math.hypot(gr.left - r.left, gr.top - r.top) > 20) toast(t('nerts.cant_drop'), 'error', 1800);
       return;
     }
+    if (action.choose) {
+      ghost.remove();
+      for (const el of d.els) el.classList.remove('dragging');
+      playChoosing(action.choose);
+      return;
+    }
     // Land the move: remember where the ghost is so the card flies from there.
     const rects = new Map();
     const gcards = [...ghost.children];
@@ -339,21 +566,22 @@ export function mountTable(root, ctx) {
     ghost.remove();
     act(action).then(() => {});
     // act() rendered the optimistic view without animation: animate from the drop point.
-    flipAfter(boardBox, rects, 160);
+    flipAfter(boardSlot, rects, 160);
   }
 
   function dropAction(d, target) {
     const pile = target.dataset.pile;
     if (pile && pile.startsWith('foundation:')) {
-      const exact = legal.find((a) => a.type === 'move' && a.from === d.from && a.to === pile && (a.count || 1) === d.count);
-      if (exact) return { ...exact };
+      const exact = legal.filter((a) => a.type === 'move' && a.from === d.from && a.to === pile && (a.count || 1) === d.count);
+      if (exact.length > 1) return { choose: exact };
+      if (exact.length) return { ...exact[0] };
       const a = { type: 'move', from: d.from, to: pile };
       if (d.count > 1) a.count = d.count;
       return a;
     }
     if (target.classList.contains('foundations')) {
-      const fit = foundationMoveFor(d.from);
-      if (fit && d.count === 1) return { ...fit };
+      const fits = foundationMovesFor(d.from);
+      if (fits.length && d.count === 1) return { choose: firstPlace(fits) };
       const a = { type: 'move', from: d.from, to: 'foundation:new' };
       if (d.count > 1) a.count = d.count;
       return a;
@@ -427,7 +655,8 @@ export function mountTable(root, ctx) {
     const last = { scores: msg.scores, ended: msg.ended };
     const hist = results.length && results.length > msg.hand ? results : [...results, last];
     overlay = handOverDialog(msg, n, hist, {
-      note: msg.ended ? t(`ended.${msg.ended}`) : null,
+      note: msg.ended === 'nerts' && view?.called !== null && view?.called !== undefined
+        ? t('ended.nerts_by', { name: n[view.called] ?? '' }) : msg.ended ? t(`ended.${msg.ended}`) : null,
       onClose: () => { overlay.remove(); overlay = null; },
     });
     root.append(overlay);
@@ -437,6 +666,7 @@ export function mountTable(root, ctx) {
     snapshot(msg) {
       table = msg.table || table;
       view = msg.view; legal = msg.legal || []; pending = [];
+      sizes = null; // a new hand (or a reconnection): size the board again
       results = msg.results || []; totals = msg.totals || []; handNo = msg.hand ?? 0;
       clearStall();
       render(false);
@@ -448,7 +678,8 @@ export function mountTable(root, ctx) {
     update(msg) {
       view = msg.view; legal = msg.legal || [];
       if ((msg.events || []).some(isProgress)) clearStall();
-      render(true);
+      // at most one redraw per frame: a burst of updates from fast bots draws only the latest view
+      if (!frame) frame = requestAnimationFrame(() => { frame = 0; render(true); });
     },
     handOver(msg) {
       totals = msg.totals || totals;
@@ -464,6 +695,9 @@ export function mountTable(root, ctx) {
       window.removeEventListener('pointerup', up);
       window.removeEventListener('pointercancel', cancel);
       window.removeEventListener('keydown', onKey);
+      window.removeEventListener('resize', onResize);
+      cancelAnimationFrame(frame);
+      page?.classList.remove('fit');
       clearInterval(stallTimer);
       document.body.classList.remove('is-dragging');
       for (const g of document.querySelectorAll('.dragghost')) g.remove();

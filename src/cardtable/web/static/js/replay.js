@@ -1,12 +1,12 @@
 // The replay viewer: step forward and back through GET /api/tables/{id}/replay, every card shown.
 import { h, fill, flipBefore, flipAfter } from './util.js';
 import { t } from './i18n.js';
-import { api } from './api.js';
+import { api, errorText } from './api.js';
 import { renderNertsBoard } from './nerts.js';
 import { renderAnemoneBoard } from './anemone.js';
-import { gameTitle } from './lobby.js';
+import { gameTitle } from './names.js';
 import { CREATURE_SUITS, SUIT_SYMBOL } from './cards.js';
-import { navigate } from './main.js';
+import { navigate } from './nav.js';
 
 export function pileName(p) {
   if (!p) return '';
@@ -132,7 +132,7 @@ export function showReplay(main, id) {
       board,
       h('p', {}, h('button', { type: 'button', text: t('nav.lobby'), onclick: () => navigate('/') })));
     show(0, false);
-  }).catch((e) => fill(main, h('section.panel.narrow', {}, h('p.error', { text: t('replay.failed', { reason: e.message }) }))));
+  }).catch((e) => fill(main, h('section.panel.narrow', {}, h('p.error', { text: t('replay.failed', { reason: errorText(e) }) }))));
 
   return () => { clearInterval(playing); window.removeEventListener('keydown', onKey); };
 }

@@ -1,12 +1,9 @@
 // Scores shared by both games' tables: seat names, the per-hand score table and the end-of-hand dialog.
 import { h } from './util.js';
 import { t } from './i18n.js';
-import { navigate } from './main.js';
+import { navigate } from './nav.js';
 
-/** Display names of a TABLE's seats, in seat order. */
-export function seatNames(table) {
-  return (table?.seats || []).map((s) => s.name || (s.kind === 'open' ? t('seat.open') : t('seat.player', { n: s.seat + 1 })));
-}
+export { seatNames } from './names.js';
 
 /** Scores per hand and totals, one column per seat. */
 export function scoreTable(names, results, totals, highlight = -1) {

@@ -1,14 +1,27 @@
 // A table page: join or watch, the waiting room before the start, then the game's own view
 // (nerts.js or anemone.js), kept live through a TableConnection that reconnects by itself.
 import { h, fill, toast } from './util.js';
-import { t } from './i18n.js';
-import { api, getSeat, saveSeat, forgetSeat, getName, saveName } from './api.js';
+import { t, wordRefusal } from './i18n.js';
+import { api, errorText, getSeat, saveSeat, forgetSeat, getName, saveName } from './api.js';
 import { TableConnection } from './conn.js';
-import { gameTitle, seatName } from './lobby.js';
-import { navigate } from './main.js';
+import { gameTitle, seatName } from './names.js';
+import { navigate } from './nav.js';
 
 /** Test and debugging hook: the latest state this page knows. */
 const state = (window.__ct = { seat: null, view: null, legal: [], v: null, table: null, status: 'idle', hand: null });
+
+/** Seats a person may still take: open ones, and bots keeping a seat warm until someone comes (replaceable). */
+function takeable(s) { return s.kind === 'open' || (s.kind === 'bot' && s.replaceable); }
+
+/** Milliseconds until the table starts by itself, or null (TABLE's starts_in_ms, else starts_at in ISO or ms). */
+function startsIn(tb, receivedAt) {
+  if (typeof tb.starts_in_ms === 'number') return Math.max(0, tb.starts_in_ms - (Date.now() - receivedAt));
+  if (tb.starts_at) {
+    const at = typeof tb.starts_at === 'number' ? tb.starts_at * (tb.starts_at < 1e12 ? 1000 : 1) : Date.parse(tb.starts_at);
+    if (Number.isFinite(at)) return Math.max(0, at - Date.now());
+  }
+  return null;
+}
 
 function inviteUrl(id) { return `${location.origin}/?table=${encodeURIComponent(id)}`; }
 
@@ -24,7 +37,7 @@ function copyButton(text) {
 
 function joinPanel(main, id, tb) {
   const name = h('input#join-name', { type: 'text', value: getName(), maxlength: '24', placeholder: t('lobby.name_placeholder') });
-  const openSeats = tb.seats.filter((s) => s.kind === 'open');
+  const openSeats = tb.seats.filter(takeable);
   fill(main, h('section.panel.narrow.joinbox', {},
     h('h2', { text: t('table.join_title', { game: gameTitle(tb.game) }) }),
     h('ul.seatlist', {}, tb.seats.map((s) => h('li', { text: `${t('lobby.seat_n', { n: s.seat + 1 })}: ${seatName(s)}` }))),
@@ -37,30 +50,49 @@ function joinPanel(main, id, tb) {
             const res = await api.join(id, { name: name.value.trim() || t('lobby.default_name') });
             saveSeat(id, res.seat, res.token);
             navigate(`/?table=${encodeURIComponent(id)}`);
-          } catch (err) { toast(t('table.join_failed', { reason: err.message }), 'error', 5000); }
+          } catch (err) { toast(t('table.join_failed', { reason: errorText(err) }), 'error', 5000); }
         },
       }, h('label.sr', { for: 'join-name', text: t('lobby.your_name') }), name, h('button.primary#join', { type: 'submit', text: t('lobby.join') }))
       : h('p', { text: t('table.no_open_seat') }),
     h('p', {}, h('button#watch', { type: 'button', text: t('lobby.watch'), onclick: () => navigate(`/?table=${encodeURIComponent(id)}&watch=1`) }))));
 }
 
+let countdown = null;
+
 function waitingRoom(box, id, tb, seat, token) {
   const full = tb.seats.every((s) => s.kind !== 'open');
+  const open = tb.seats.some(takeable);
   const link = inviteUrl(id);
+  const receivedAt = Date.now();
+  const auto = startsIn(tb, receivedAt) !== null;
+  const startNote = h('p.startnote', { 'aria-live': 'polite' });
+  clearInterval(countdown);
+  if (auto) {
+    const tick = () => {
+      const ms = startsIn(tb, receivedAt);
+      startNote.textContent = t('table.starts_in', { s: Math.ceil((ms ?? 0) / 1000) });
+      if (!ms) clearInterval(countdown);
+    };
+    tick();
+    countdown = setInterval(tick, 250);
+  }
   fill(box, h('section.panel.narrow.waiting', {},
     h('h2', { text: t('table.waiting_title', { game: gameTitle(tb.game) }) }),
-    h('p', { text: t('table.invite_help') }),
-    h('div.invite', {}, h('input#invite', { type: 'text', readonly: true, value: link, onfocus: (e) => e.target.select() }), copyButton(link)),
+    auto ? startNote : null,
+    // the invite link only while someone can still take a seat
+    open ? h('p', { text: t('table.invite_help') }) : null,
+    open ? h('div.invite', {}, h('input#invite', { type: 'text', readonly: true, value: link, 'aria-label': t('table.invite_link'), onfocus: (e) => e.target.select() }), copyButton(link)) : null,
     h('ul.seatlist', {}, tb.seats.map((s) => h('li' + (s.seat === seat ? '.me' : ''), {},
       `${t('lobby.seat_n', { n: s.seat + 1 })}: ${seatName(s)}`,
-      s.kind === 'person' ? h('span.dot' + (s.connected ? '.on' : ''), { title: t(s.connected ? 'table.connected' : 'table.disconnected') }) : null,
+      s.kind === 'person' ? h('span.dot' + (s.connected ? '.on' : ''), { role: 'img', 'aria-label': t(s.connected ? 'table.connected' : 'table.disconnected'), title: t(s.connected ? 'table.connected' : 'table.disconnected') }) : null,
+      s.kind === 'bot' && s.replaceable ? h('span.badge', { text: t('table.seat_free_for_person') }) : null,
       s.seat === seat ? h('em', { text: ` (${t('table.you')})` }) : null))),
     h('div.row', {},
-      seat !== null ? h('button.primary#start', {
+      seat !== null && !auto ? h('button.primary#start', {
         type: 'button', disabled: !full, text: t('table.start'),
-        onclick: async () => { try { await api.start(id, token); } catch (e) { toast(e.message, 'error', 4000); } },
+        onclick: async () => { try { await api.start(id, token); } catch (e) { toast(errorText(e), 'error', 4000); } },
       }) : null,
-      !full ? h('span.muted', { text: t('table.waiting_for_seats') }) : null,
+      !full && !auto ? h('span.muted', { text: t('table.waiting_for_seats') }) : null,
       seat !== null ? h('button#leave', {
         type: 'button', text: t('table.leave'),
         onclick: async () => { try { await api.leave(id, token); } catch { /* gone already */ } forgetSeat(id); navigate('/'); },
@@ -106,15 +138,17 @@ export function showTable(main, id, { watch = false } = {}) {
         Object.assign(state, { table, view: msg.view, legal: msg.legal || [], v: msg.v, hand: msg.hand });
         if (!msg.view) {
           if (game) { game.destroy(); game = null; }
+          clearInterval(countdown);
           waitingRoom(body, id, table, seat, token);
           return;
         }
         if (!game || game.kind !== table.game) {
           if (game) game.destroy();
+          clearInterval(countdown);
           const mod = table.game === 'nerts' ? await import('./nerts.js') : await import('./anemone.js');
           if (destroyed) return;
           fill(body);
-          game = mod.mountTable(body, { conn, seat, table, id, tableState: state });
+          game = mod.mountTable(body, { conn, seat, table, id, token, tableState: state });
           game.kind = table.game;
         }
         // updates that arrived while the module loaded are already in state: show the latest
@@ -133,7 +167,7 @@ export function showTable(main, id, { watch = false } = {}) {
       },
       hand_over(msg) { state.handOver = msg; game?.handOver(msg); },
       warning(msg) { game?.warning(msg); },
-      error(msg) { console.warn('server error', msg.reason); },
+      error(msg) { console.warn('server error', msg.code, msg.reason); if (msg.code) toast(wordRefusal(msg, table?.game), 'error', 4000); },
     };
     conn = new TableConnection(id, token, handlers);
     Object.defineProperty(window, '__ctConn', { value: conn, configurable: true, writable: true });
@@ -147,14 +181,15 @@ export function showTable(main, id, { watch = false } = {}) {
     fill(main, h('p.muted.center', { text: t('common.loading') }));
     api.table(id).then((tb) => {
       if (destroyed) return;
-      if (tb.status === 'open' && tb.seats.some((s) => s.kind === 'open')) joinPanel(main, id, tb);
+      if (tb.status === 'open' && tb.seats.some(takeable)) joinPanel(main, id, tb);
       else { history.replaceState(null, '', `/?table=${encodeURIComponent(id)}&watch=1`); connect(null); }
-    }).catch((e) => fill(main, h('section.panel.narrow', {}, h('p.error', { text: t('table.not_found', { reason: e.message }) }),
+    }).catch((e) => fill(main, h('section.panel.narrow', {}, h('p.error', { text: t('table.not_found', { reason: errorText(e) }) }),
       h('button', { type: 'button', text: t('nav.lobby'), onclick: () => navigate('/') }))));
   }
 
   return () => {
     destroyed = true;
+    clearInterval(countdown);
     game?.destroy();
     conn?.close();
     Object.assign(state, { seat: null, view: null, legal: [], v: null, table: null, status: 'idle' });

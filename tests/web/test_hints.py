@@ -1,0 +1,53 @@
+"""First-hand hints: a Nerts hand shows a short hint that applies; "Got it" dismisses it for good (remembered in
+localStorage), and the keys panel is reachable from the menu on a touch screen."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from playwright.sync_api import Browser, expect
+from webhelpers import api, sit
+
+pytestmark = pytest.mark.browser
+
+
+def _nerts(server: str) -> tuple[str, int, str]:
+    res = api(server, "POST", "/api/tables", {
+        "game": "nerts", "options": {"players": 2, "target_score": 10}, "name": "ana", "seed": 17,
+        "seats": [{"kind": "open"}, {"kind": "bot", "bot": "greedy:easy"}],
+    })
+    tid, token = res["table"]["id"], res["token"]
+    with contextlib.suppress(Exception):  # a table of one person and bots also starts by itself
+        api(server, "POST", f"/api/tables/{tid}/start", {"token": token})
+    return tid, res["seat"], token
+
+
+def test_a_dismissed_hint_stays_dismissed(browser: Browser, server: str) -> None:
+    ctx = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = ctx.new_page()
+    tid, seat, token = _nerts(server)
+    sit(page, server, tid, seat, token)
+    bubble = page.locator(".hintbubble")
+    expect(bubble).to_be_visible(timeout=15000)
+    first = bubble.get_attribute("data-hint")
+    assert first
+    bubble.locator("button.gotit").click()
+    assert page.evaluate(f"localStorage.getItem('ct.hint.{first}')") == "1"
+    page.reload()
+    page.wait_for_selector(".layout.mine .pile.work", state="attached")
+    page.wait_for_timeout(800)
+    assert first not in page.locator(".hintbubble").evaluate_all("els => els.map(e => e.dataset.hint)")
+    ctx.close()
+
+
+def test_keys_panel_on_a_touch_screen(browser: Browser, server: str) -> None:
+    ctx = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    page = ctx.new_page()
+    tid, seat, token = _nerts(server)
+    sit(page, server, tid, seat, token)
+    page.wait_for_selector(".layout.mine .pile.work", state="attached")
+    page.locator("details.tmenu > summary").tap()
+    expect(page.locator(".menubox .keyshelp")).to_be_visible()
+    expect(page.locator("#leave-table")).to_be_visible()
+    ctx.close()
