@@ -11,6 +11,7 @@ MODULES = [
     "cardtable.games",
     "cardtable.bots",
     "cardtable.sim.runner",
+    "cardtable.race",
     "cardtable.games.nerts",
     "cardtable.bots.nerts",
     "cardtable.sim.nerts",
