@@ -165,6 +165,7 @@ class RaceOrderer(Generic[T]):
             raise ValueError(f"cap_ms must be 0 or more, not {cap_ms}")
         self.cap_ms = cap_ms
         self._delays: dict[int, int] = {}
+        self._horizons: dict[int | None, int] = {}
         self._held: list[_Held[T]] = []
         self._last = 0
         self._count = 0
@@ -174,6 +175,7 @@ class RaceOrderer(Generic[T]):
     def set_delay(self, seat: int, delay_ms: int) -> None:
         """``seat``'s estimated one-way delay in ms (clipped to ``0..cap_ms``); takes effect for later plays."""
         self._delays[seat] = max(0, min(int(delay_ms), self.cap_ms))
+        self._horizons = {}
 
     def delay(self, seat: int | None) -> int:
         """The compensation ``seat``'s plays get, in ms (0 for the table and for a seat never set)."""
@@ -181,7 +183,10 @@ class RaceOrderer(Generic[T]):
 
     def horizon(self, seat: int | None) -> int:
         """How long after its send time a racing play of ``seat`` waits: the largest delay of any other seat."""
-        return max((d for s, d in self._delays.items() if s != seat), default=0)
+        known = self._horizons.get(seat)
+        if known is None:
+            known = self._horizons[seat] = max((d for s, d in self._delays.items() if s != seat), default=0)
+        return known
 
     # -- plays --------------------------------------------------------------------------------------------
 
@@ -240,6 +245,12 @@ class RaceOrderer(Generic[T]):
         than it goes too (whatever was sent before it has had time to arrive).
         """
         out: list[tuple[T, int]] = []
+        held = self._held
+        if len(held) == 1 and held[0].ready <= now_ms:  # the common case: one play, nothing to wait for
+            only = held.pop()
+            stamp = only.sent if only.racing else min(only.sent, only.arrived - only.horizon)
+            self._last = max(self._last, stamp)
+            return [(only.item, self._last)]
         while self._held:
             heads = self._heads()
             ready = [h for h in heads if h.ready <= now_ms]
