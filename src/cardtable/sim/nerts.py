@@ -516,13 +516,15 @@ def run(
 def _fmt(triple: Sequence[float], pct: bool = False) -> str:
     mean, low, high = triple
     if pct:
-        return f"{mean:.1%} ({low:.1%}-{high:.1%})"
-    return f"{mean:.2f} ({low:.2f}-{high:.2f})"
+        return f"{mean:.1%} [{low:.1%}, {high:.1%}]"
+    return f"{mean:.2f} [{low:.2f}, {high:.2f}]"
 
 
 def print_summary(summary: Mapping[str, Any], players: int, match_mode: bool, jobs: int, title: str = "") -> None:
     """Print a :func:`run` summary: per seat, per bot (with 95% intervals), endings and speed."""
     console = Console()
+    if not console.is_terminal:
+        console.width = 160  # a file or a pipe: do not wrap the figures
     table = Table(title=f"Nerts: {summary['hands']} hands, {players} seats")
     table.add_column("seat")
     table.add_column("mean score", justify="right")
@@ -535,8 +537,9 @@ def print_summary(summary: Mapping[str, Any], players: int, match_mode: bool, jo
         table.add_row(*row)
     console.print(table)
     bots = Table(title=title or "Per bot, seats rotated (95% intervals)")
-    for name in ("bot", "seat-hands", "hands won", "points", "vs field", "Nerts calls", "cards left", "races won"):
-        bots.add_column(name, justify="left" if name == "bot" else "right")
+    bots.add_column("bot", no_wrap=True)
+    for name in ( "seat-hands", "hands won", "points", "vs field", "Nerts calls", "cards left", "races won"):
+        bots.add_column(name, justify="right")
     if match_mode:
         bots.add_column("matches won", justify="right")
     for spec, entry in summary["bots"].items():
