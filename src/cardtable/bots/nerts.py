@@ -15,7 +15,7 @@ public API). Its priorities, first that applies:
 ``easy``/``medium``/``hard`` overlook a play (and flip instead) at a seeded rate. Deterministic for a seed.
 
 >>> from cardtable.bots import bot_infos
->>> [info.spec for info in bot_infos("nerts")]
+>>> [info.spec for info in bot_infos("nerts") if info.spec.startswith("greedy")]
 ['greedy:easy', 'greedy:medium', 'greedy:hard', 'greedy']
 """
 
