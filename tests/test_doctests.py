@@ -12,6 +12,8 @@ MODULES = [
     "cardtable.bots",
     "cardtable.sim.runner",
     "cardtable.race",
+    "cardtable.sim.fairness",
+    "cardtable.bots.nerts_expert",
     "cardtable.games.nerts",
     "cardtable.bots.nerts",
     "cardtable.sim.nerts",
