@@ -4,8 +4,9 @@ The clock, as at a table with people:
 
 - each seat *looks* (its view and legal actions at that moment), its bot chooses, and the play is *sent* one
   reaction time later (the bot's ``reaction_ms``, ``min_step_ms`` for instant bots, plus a seeded jitter of up to
-  a quarter of it); it *arrives* after the seat's one-way ``delay`` (0 unless simulating a far player). Meanwhile
-  the others play on, so a card seen free may be gone: that is a race, won or lost as at a table;
+  a quarter of it); a seat ``delay`` ms away (0 unless simulating a far player) sees the table that much late and
+  its play *arrives* that much after it was sent. Meanwhile the others play on, so a card seen free may be gone:
+  that is a race, won or lost as at a table;
 - arrivals go through :class:`cardtable.race.RaceOrderer`, the same ordering the server uses (send-time order for
   racing plays, compensation capped at ``cap_ms``; ``cap_ms=0``: arrival order), and the engine's tie window
   judges the stamps it gives;
@@ -209,7 +210,8 @@ def play_timed_hand(
                 look[seat] = now + step
                 continue
             look[seat] = never
-            sent = now + step
+            # the seat saw the table as of ``now`` only ``lag`` ms later (updates travel too), then reacted
+            sent = now + lags[seat] + step
             play = _Play(seat, dict(action), sent, _place(view, seat, action))
             heapq.heappush(arrivals, (sent + lags[seat], count, seat, play))
             count += 1
@@ -340,6 +342,7 @@ def play_item(item: tuple[Any, ...]) -> dict[str, Any]:
         "actions": counts,
         "hands": details,
         "winners": match.winners(),
+        "delays": list(delays),
         "seconds": time.perf_counter() - started,
     }
 
@@ -454,7 +457,8 @@ def run(
     them, ``cap_ms`` the ordering's compensation cap; seats are rotated over paired deals (:func:`items_for`).
     Prints a Rich progress bar and summary tables (unless ``show`` is false), writes each record as one JSON line to
     ``out``, and returns the summary: ``mean_scores`` (per seat), ``endings``, ``mean_actions``,
-    ``hands_per_second``, ``hands``, ``bots`` (per spec: :meth:`BotTally.summary`), ``earlier_won`` and, in match
+    ``hands_per_second``, ``hands``, ``bots`` (per spec, ``"SPEC +D ms"`` for a bot ``D`` ms away:
+    :meth:`BotTally.summary`), ``earlier_won`` and, in match
     mode, ``wins`` (per seat). ``ValueError`` for a bad bot spec, delay or option.
     """
     specs = tuple(bots or ("greedy",))
@@ -488,7 +492,9 @@ def run(
                 wins[w] += 1
             seats = [s.get("bot") or "" for s in result["record"]["seats"]]
             for seat, spec in enumerate(seats):
-                tallies.setdefault(spec, BotTally(spec)).add(result, seat)
+                lag = result["delays"][seat]
+                name = f"{spec} +{lag} ms" if lag else spec
+                tallies.setdefault(name, BotTally(name)).add(result, seat)
             for extra_hand in result["hands"]:
                 earlier = [a + b for a, b in zip(earlier, extra_hand["earlier_won"], strict=True)]
             if handle is not None:
