@@ -21,6 +21,7 @@ from typing import Any
 from cardtable.engine import Action, Event, HandState, Match
 from cardtable.games import GameInfo
 from cardtable.server import messages
+from cardtable.server.fairness import FairGate
 from cardtable.server.store import SeatRow, Store, TableRow
 
 log = logging.getLogger("cardtable.server.table")
@@ -80,7 +81,8 @@ class Peer:
 class Play:
     """An action to apply: from a seat's connection (``peer``, ``seq``), a bot (``future``) or the clock (``due``).
 
-    ``future``, when given, gets ``(True, version)`` or ``(False, reason)``.
+    ``future``, when given, gets ``(True, version)`` or ``(False, reason)``. ``ms``, when set, is the stamp the
+    Nerts fairness gate gave it (``server/fairness.py``): the owner applies it at that time, not at arrival.
     """
 
     seat: int | None
@@ -89,6 +91,7 @@ class Play:
     seq: int | None = None
     future: asyncio.Future[tuple[bool, Any]] | None = None
     due: int | None = None
+    ms: int | None = None
 
 
 @dataclass(slots=True)
@@ -157,6 +160,7 @@ class Table:
         self._next_hand: asyncio.TimerHandle | None = None
         self._bot_tasks: dict[int, tuple[str, asyncio.Task[None]]] = {}
         self.broken: str | None = None
+        self.gate: FairGate | None = FairGate(self) if info.name == "nerts" else None
 
     # -- building ---------------------------------------------------------------------------------------
 
@@ -208,6 +212,8 @@ class Table:
             handle.cancel()
         if self._next_hand is not None:
             self._next_hand.cancel()
+        if self.gate is not None:
+            self.gate.close()
         for seat in self.seats:
             if seat.away_timer is not None:
                 seat.away_timer.cancel()
@@ -229,8 +235,11 @@ class Table:
         return future
 
     def submit_play(self, play: Play) -> None:
-        """Queue an action."""
-        self.queue.put_nowait(play)
+        """Queue an action (Nerts: through the fairness gate, which orders racing plays by send time)."""
+        if self.gate is not None:
+            self.gate.submit(play)
+        else:
+            self.queue.put_nowait(play)
 
     async def _run(self) -> None:
         while True:
@@ -300,7 +309,7 @@ class Table:
                     continue
                 ms = max(self.now_ms(), self.last_ms, clock[0])
             else:
-                ms = max(self.now_ms(), self.last_ms)
+                ms = max(self.now_ms() if play.ms is None else play.ms, self.last_ms)
             if accepted and accepted[-1][1] not in texts:
                 texts[accepted[-1][1]] = self._updates(state, accepted[-1][2], accepted[-1][1])
             try:
@@ -458,6 +467,8 @@ class Table:
         self.state = self.match.start_hand(deal)
         self.hand_index, self.last_ms, self.n_actions = index, 0, 0
         self.hand_start = time.monotonic()
+        if self.gate is not None:
+            self.gate.reset()
         for peer in self.all_peers():
             self.send_snapshot(peer)
         self._after_change()
@@ -551,6 +562,8 @@ class Table:
     def detach(self, peer: Peer) -> None:
         """Forget ``peer``; a person left with no connection is played by a bot after the table's grace."""
         self.spectators.discard(peer)
+        if self.gate is not None:
+            self.gate.forget(peer)
         if peer.seat is None:
             return
         state = self.seats[peer.seat]
