@@ -5,7 +5,8 @@ each seat in turn, so the luck of the deal cancels. For the tested bot it prints
 score counts 1/k), point differential against the field (its points minus the mean of the other three) and the
 Nerts-out rate (hands it called Nerts in), each with a 95% interval (Wilson for rates, normal for the mean).
 Par for hands won and Nerts-outs is 25%, for the differential 0. The baseline pairing (greedy:hard against three
-greedy:hard) measures par in the same run, and the simulator's speed.
+greedy:hard) measures par in the same run, and the simulator's speed: four-seat hands per CPU second of the worker
+processes (so, per core, however loaded the machine), with each pairing's ratio to the baseline.
 
 Targets: expert:hard beats three greedy:hard at the same reaction time (550 ms) with its interval above par, and
 every level beats the one below it.
@@ -50,7 +51,7 @@ def main() -> None:
     if not console.is_terminal:
         console.width = 160
     table = Table(title=f"Nerts ladder: {args.hands} four-seat hands per pairing, paired deals, seats rotated")
-    for column in ("pairing", "tested", "field", "hands won", "points vs field", "Nerts-out", "hands/s/process"):
+    for column in ("pairing", "tested", "field", "hands won", "points vs field", "Nerts-out", "hands/CPU-s"):
         table.add_column(column, justify="left" if column in ("pairing", "tested", "field") else "right")
     baseline_speed = None
     for name, tested, field in PAIRINGS:
@@ -66,7 +67,7 @@ def main() -> None:
             show=True,
         )
         seconds = time.perf_counter() - started
-        speed = summary["hands"] / seconds / args.jobs
+        speed = summary["hands_per_cpu_second"]  # per core, whatever else the machine runs
         if name == "baseline":
             baseline_speed = speed
         entry = summary["bots"][tested]

@@ -61,7 +61,7 @@ def test_memory_follows_flips_turn_over_and_plays_from_the_waste() -> None:
     memory.sync(lay["stock"]["count"], lay["waste"]["count"], lay["waste"]["top"], pending)
     # 28 cards, 3 at a time: ten flips and the turn-over; the next pass brings the same tops in the same order
     assert lay["stock"]["count"] == 28 and lay["waste"]["count"] == 0
-    assert memory.upcoming() == seen
+    assert memory.upcoming() == seen + seen  # this pass, then the next
     hidden = state.snapshot()["layouts"][0]["stock"]
     assert [e for e in memory.stock if e is not None] == [c.split("/")[0] for c in hidden if c.split("/")[0] in seen]
 

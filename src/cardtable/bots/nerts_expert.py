@@ -61,8 +61,8 @@ class StockMemory:
     >>> memory.sync(3, 3, "5H", pending={"type": "flip"})
     >>> memory.sync(0, 6, "KS", pending={"type": "flip"})
     >>> memory.sync(6, 0, None, pending={"type": "flip"})  # turned over: the same order comes round again
-    >>> memory.upcoming()
-    ['5H', 'KS']
+    >>> memory.upcoming()  # this pass, then the next
+    ['5H', 'KS', '5H', 'KS']
     """
 
     def __init__(self, flip_count: int = 3) -> None:
@@ -144,20 +144,17 @@ class StockMemory:
         self.sync(stock_count, waste_count, waste_top, None)
 
     def upcoming(self) -> list[Entry]:
-        """The waste tops of the next whole pass, flip by flip, from now until the stock and waste are back where
-        they are (``None`` for a card not seen)."""
-        stock, waste = self.stock, self.waste
-        total = len(stock) + len(waste)
-        if total == 0:
-            return []
-        tops: list[Entry] = []
-        start = (len(stock), len(waste))
-        for _ in range(2 * total + 2):
-            stock, waste = self._flip(stock, waste)
-            if waste:
-                tops.append(waste[-1])
-            if (len(stock), len(waste)) == start:
-                break
+        """The waste tops to come, flip by flip: the rest of this pass, then one whole pass after the turn-over
+        (``None`` for a card not seen)."""
+        rest = self.stock[::-1]  # the order the stock's cards come off, top first
+        cycle = self.waste + rest  # after the turn-over: the waste's bottom card first
+        k = self.flip_count
+        tops = [rest[i] for i in range(k - 1, len(rest), k)]
+        if len(rest) % k:
+            tops.append(rest[-1])
+        tops.extend(cycle[i] for i in range(k - 1, len(cycle), k))
+        if len(cycle) % k:
+            tops.append(cycle[-1])
         return tops
 
 

@@ -314,6 +314,7 @@ def play_item(item: tuple[Any, ...]) -> dict[str, Any]:
     )
     rng = random.Random(seed)
     started = time.perf_counter()
+    cpu = time.process_time()
     scores: list[list[int]] = []
     endings: list[str | None] = []
     counts: list[int] = []
@@ -344,6 +345,7 @@ def play_item(item: tuple[Any, ...]) -> dict[str, Any]:
         "winners": match.winners(),
         "delays": list(delays),
         "seconds": time.perf_counter() - started,
+        "cpu_seconds": time.process_time() - cpu,
     }
 
 
@@ -457,7 +459,8 @@ def run(
     them, ``cap_ms`` the ordering's compensation cap; seats are rotated over paired deals (:func:`items_for`).
     Prints a Rich progress bar and summary tables (unless ``show`` is false), writes each record as one JSON line to
     ``out``, and returns the summary: ``mean_scores`` (per seat), ``endings``, ``mean_actions``,
-    ``hands_per_second``, ``hands``, ``bots`` (per spec, ``"SPEC +D ms"`` for a bot ``D`` ms away:
+    ``hands_per_second`` (wall clock), ``hands_per_cpu_second`` (the simulator's own CPU time: hands/s/core
+    whatever else the machine runs), ``hands``, ``bots`` (per spec, ``"SPEC +D ms"`` for a bot ``D`` ms away:
     :meth:`BotTally.summary`), ``earlier_won`` and, in match
     mode, ``wins`` (per seat). ``ValueError`` for a bad bot spec, delay or option.
     """
@@ -479,6 +482,7 @@ def run(
     wins = [0] * players
     tallies: dict[str, BotTally] = {}
     earlier = [0, 0]
+    cpu = 0.0
     handle = open_out(out)
     try:
         what = "matches" if match_mode else "hands"
@@ -487,6 +491,7 @@ def run(
                 totals = [t + s for t, s in zip(totals, scores, strict=True)]
             endings.update(str(e) for e in result["ended"])
             hand_count += len(result["scores"])
+            cpu += result["cpu_seconds"]
             action_count += sum(result["actions"])
             for w in result["winners"] or []:
                 wins[w] += 1
@@ -509,6 +514,7 @@ def run(
         "endings": dict(endings),
         "mean_actions": action_count / max(hand_count, 1),
         "hands_per_second": hand_count / elapsed if elapsed else 0.0,
+        "hands_per_cpu_second": hand_count / cpu if cpu else 0.0,
         "bots": {spec: tally.summary() for spec, tally in tallies.items()},
         "earlier_won": earlier,
     }
@@ -571,5 +577,6 @@ def print_summary(summary: Mapping[str, Any], players: int, match_mode: bool, jo
         console.print(f"races decided without a tie: {decided}, won by the earlier sender: {earlier / decided:.1%}")
     console.print(
         f"mean actions per hand {summary['mean_actions']:.1f}; "
-        f"{summary['hands_per_second']:.1f} hands/s over {jobs} process(es)"
+        f"{summary['hands_per_second']:.1f} hands/s over {jobs} process(es), "
+        f"{summary['hands_per_cpu_second']:.1f} hands per CPU second (per core)"
     )
