@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cardtable.bots import BotInfo, bot_infos, register
-from cardtable.bots.nerts import _NEXT, _fits_on, _rank
+from cardtable.bots.nerts import WantedCards, _fits_on, _rank
 from cardtable.engine import Action, View
 
 __all__ = ["ExpertBot", "StockMemory"]
@@ -158,10 +158,6 @@ class StockMemory:
         return tops
 
 
-def _top(card: Mapping[str, Any]) -> str:
-    return str(card.get("as", card["card"]))
-
-
 class ExpertBot:
     """The planning bot (see the module docstring). ``miss_rate``: the chance to overlook a play;
     ``memory``: whether it remembers its stock."""
@@ -175,6 +171,7 @@ class ExpertBot:
         self.memory = StockMemory()
         self._pending: Action | None = None
         self._seen: set[tuple[Any, ...]] = set()
+        self._wanted = WantedCards()
         self._cycles = 0
         self._moves: set[tuple[str, str, str]] = set()
 
@@ -196,12 +193,7 @@ class ExpertBot:
         seat = view["seat"]
         nerts_top: str | None = layout["nerts"]["top"]
         work: list[list[str]] = layout["work"]
-        wanted: set[str] = set()
-        for f in view["foundations"]:
-            if not f["finished"]:
-                top = _top(f["cards"][-1])
-                if top in _NEXT:
-                    wanted.add(_NEXT[top])
+        wanted = self._wanted(view["foundations"])
         # what the other seats show on top: they race us for these places
         rivals: set[str] = set()
         for lay in view["layouts"]:
@@ -324,7 +316,7 @@ class ExpertBot:
         self._holds = 0
         return self._flip_or_wait(view, layout, flip, stuck, cycle, wanted)
 
-    def _useful(self, code: str | None, wanted: set[str], nerts_top: str | None, work: list[list[str]]) -> bool:
+    def _useful(self, code: str | None, wanted: frozenset[str], nerts_top: str | None, work: list[list[str]]) -> bool:
         if code is None:
             return True  # not seen yet: worth a look
         if code in wanted or _rank(code) == 1 or code.startswith("JK"):
@@ -338,7 +330,7 @@ class ExpertBot:
         flip: Action | None,
         stuck: Action | None,
         cycle: Action | None,
-        wanted: set[str],
+        wanted: frozenset[str],
     ) -> Action | None:
         nerts_top = layout["nerts"]["top"]
         work = layout["work"]
