@@ -1,4 +1,4 @@
-"""cardtable.games.anemone: one group of tests per section of shared/rules/enemy-anemone.md."""
+"""cardtable.games.anemone: one group of tests per section of docs/rules/enemy-anemone.md."""
 
 from __future__ import annotations
 

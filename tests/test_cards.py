@@ -1,4 +1,4 @@
-"""cardtable.cards: codes, colours, packs (shared/spec/records.md, "Cards")."""
+"""cardtable.cards: codes, colours, packs (docs/records.md, "Cards")."""
 
 import pytest
 from hypothesis import given

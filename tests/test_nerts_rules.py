@@ -1,4 +1,4 @@
-"""cardtable.games.nerts: one test group per section of shared/rules/nerts.md, each rule legal and illegal."""
+"""cardtable.games.nerts: one test group per section of docs/rules/nerts.md, each rule legal and illegal."""
 
 from __future__ import annotations
 

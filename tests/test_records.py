@@ -1,4 +1,4 @@
-"""cardtable.records: the shape of a cardtable/1 record (shared/spec/records.md, "Fields")."""
+"""cardtable.records: the shape of a cardtable/1 record (docs/records.md, "Fields")."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""cardtable.replay and `cardtable replay` (shared/spec/records.md, "cardtable replay FILE [--json]").
+"""cardtable.replay and `cardtable replay` (docs/records.md, "cardtable replay FILE [--json]").
 
 Every record file under tests/records/ is checked through the command: `*.ok.json` must exit 0,
 `*.illegal.json` must exit 2 (an illegal action) and `*.bad.json` must exit 1 (a record that cannot be read).

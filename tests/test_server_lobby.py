@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from cardtable.refusals import PARAMS
 from cardtable.server.app import create_app
 from cardtable.server.table import Settings
 
@@ -55,25 +56,33 @@ def test_create_join_start_and_table_shape(client: TestClient) -> None:
 
 
 @pytest.mark.parametrize(
-    ("body", "needle"),
+    ("body", "needle", "code", "params"),
     [
-        ({"game": "chess"}, "unknown game"),
-        ({"game": "nerts", "options": {"nerts_pile_size": 99}}, "nerts_pile_size"),
-        ({"game": "nerts", "options": {"colour": "blue"}}, "colour"),
-        ({"game": "anemone", "options": {"players": 2}, "seats": [{"kind": "open"}]}, "seats"),
+        ({"game": "chess"}, "unknown game", "game.unknown", {"game": "chess"}),
+        ({"game": "nerts", "options": {"nerts_pile_size": 99}}, "nerts_pile_size", "options.invalid",
+         {"option": "nerts_pile_size"}),
+        ({"game": "nerts", "options": {"colour": "blue"}}, "colour", "options.invalid", {"option": "colour"}),
+        ({"game": "anemone", "options": {"players": 9}}, "players", "options.invalid", {"option": "players"}),
+        ({"game": "anemone", "options": {"players": 2}, "seats": [{"kind": "open"}]}, "seats", "seats.count",
+         {"count": 1, "players": 2}),
         ({"game": "anemone", "options": {"players": 2}, "seats": [{"kind": "open"}, {"kind": "bot", "bot": "x"}]},
-         "unknown anemone bot"),
+         "unknown anemone bot", "seats.bad_bot", {"seat": 1, "bot": "x"}),
         ({"game": "anemone", "options": {"players": 2}, "seats": [{"kind": "bot", "bot": "random"}] * 2},
-         "open"),
-        ({"game": "anemone", "surprise": 1}, ""),
-        ({"game": "anemone", "seats": [{"kind": "robot"}]}, ""),
-        ({"game": "anemone", "grace_seconds": -1}, ""),
+         "open", "seats.none_open", {}),
+        ({"game": "anemone", "surprise": 1}, "surprise", "request.invalid", {"field": "surprise"}),
+        ({"game": "anemone", "seats": [{"kind": "robot"}]}, "seats.0.kind", "request.invalid", {"field": "seats.0.kind"}),
+        ({"game": "anemone", "grace_seconds": -1}, "grace_seconds", "request.invalid", {"field": "grace_seconds"}),
     ],
 )
-def test_create_refusals_are_422_with_a_reason(client: TestClient, body: dict[str, Any], needle: str) -> None:
+def test_create_refusals_are_422_with_a_reason_and_a_code(
+    client: TestClient, body: dict[str, Any], needle: str, code: str, params: dict[str, Any]
+) -> None:
     response = client.post("/api/tables", json=body)
     assert response.status_code == 422, response.text
-    assert needle in str(response.json()["detail"])
+    answer = response.json()
+    assert isinstance(answer["detail"], str) and needle in answer["detail"]
+    assert answer["code"] == code and params.items() <= answer["params"].items(), answer
+    assert set(answer["params"]) == set(PARAMS[code])
 
 
 def test_join_refusals(client: TestClient) -> None:
@@ -82,25 +91,33 @@ def test_join_refusals(client: TestClient) -> None:
     assert client.post("/api/tables/nope/join", json={"name": "x"}).status_code == 404
     taken = client.post(f"/api/tables/{tid}/join", json={"name": "x", "seat": 0})
     assert taken.status_code == 409 and "taken" in taken.json()["detail"]
-    assert client.post(f"/api/tables/{tid}/join", json={"name": "x", "seat": 5}).status_code == 422
+    assert taken.json()["code"] == "seat.taken" and taken.json()["params"] == {"seat": 0}
+    no_seat = client.post(f"/api/tables/{tid}/join", json={"name": "x", "seat": 5})
+    assert no_seat.status_code == 422 and no_seat.json()["code"] == "seat.no_such"
     assert client.post(f"/api/tables/{tid}/join", json={"name": "bo"}).status_code == 200
     full = client.post(f"/api/tables/{tid}/join", json={"name": "cy"})
-    assert full.status_code == 409 and "full" in full.json()["detail"]
+    assert full.status_code == 409 and "full" in full.json()["detail"] and full.json()["code"] == "table.full"
+    unknown = client.post("/api/tables/nope/join", json={"name": "x"}).json()
+    assert unknown == {"detail": "no table 'nope'", "code": "table.not_found", "params": {"table": "nope"}}
+    route = client.get("/api/no-such-route")
+    assert route.status_code == 404 and route.json()["code"] == "http.error"
+    assert route.json()["params"] == {"status": 404}
 
 
 def test_token_refusals_and_start_rules(client: TestClient) -> None:
     made = create(client)
     tid = made["table"]["id"]
     bad = client.post(f"/api/tables/{tid}/start", json={"token": "wrong"})
-    assert bad.status_code == 403 and "token" in bad.json()["detail"]
+    assert bad.status_code == 403 and "token" in bad.json()["detail"] and bad.json()["code"] == "token.bad"
     assert client.post(f"/api/tables/{tid}/leave", json={"token": "wrong"}).status_code == 403
     assert client.post(f"/api/tables/{tid}/start", json={}).status_code == 422
     early = client.post(f"/api/tables/{tid}/start", json={"token": made["token"]})
-    assert early.status_code == 409 and "seat" in early.json()["detail"]
+    assert early.status_code == 409 and "seat" in early.json()["detail"] and early.json()["code"] == "table.not_ready"
     assert client.post("/api/tables/nope/start", json={"token": made["token"]}).status_code == 404
     assert client.get("/api/tables/nope").status_code == 404
     assert client.get("/api/tables/nope/record").status_code == 404
-    assert client.get(f"/api/tables/{tid}/record").status_code == 409
+    unfinished = client.get(f"/api/tables/{tid}/record")
+    assert unfinished.status_code == 409 and unfinished.json()["code"] == "table.not_finished"
 
 
 def test_leave_before_start_opens_the_seat(client: TestClient) -> None:

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cardtable.refusals import CODES, PARAMS
 from cardtable.server import messages
 from cardtable.server.tokens import hash_token, new_token, token_matches
 
@@ -22,20 +23,22 @@ def test_decodes_each_client_message() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "needle"),
+    ("text", "needle", "code"),
     [
-        ("x" * 5000, "too large"),
-        ("not json", "not a JSON"),
-        ('{"type": "shout"}', "bad message"),
-        ('{"type": "action", "seq": 1}', "action"),
-        ('{"type": "action", "seq": 1, "action": {"card": "7C"}}', "action.type"),
-        ('{"type": "action", "seq": 1, "seat": 2, "action": {"type": "flip"}}', "seat"),
-        ('{"type": "ping", "t": "soon"}', "t"),
+        ("x" * 5000, "too large", "message.too_large"),
+        ("not json", "not a JSON", "message.not_json"),
+        ('{"type": "shout"}', "bad message", "message.malformed"),
+        ('{"type": "action", "seq": 1}', "action", "message.malformed"),
+        ('{"type": "action", "seq": 1, "action": {"card": "7C"}}', "action.type", "message.malformed"),
+        ('{"type": "action", "seq": 1, "seat": 2, "action": {"type": "flip"}}', "seat", "message.malformed"),
+        ('{"type": "ping", "t": "soon"}', "t", "message.malformed"),
     ],
 )
-def test_refuses_with_a_reason(text: str, needle: str) -> None:
-    with pytest.raises(messages.MessageError, match=needle):
+def test_refuses_with_a_reason_and_a_code(text: str, needle: str, code: str) -> None:
+    with pytest.raises(messages.MessageError, match=needle) as error:
         messages.decode(text)
+    assert error.value.code == code and code in CODES
+    assert set(error.value.params) == set(PARAMS[code])
 
 
 @settings(max_examples=300, deadline=None)
@@ -48,7 +51,7 @@ def test_junk_is_a_message_error_or_a_message(data: str | bytes) -> None:
     try:
         decoded = messages.decode(data)
     except messages.MessageError as error:
-        assert str(error)
+        assert str(error) and error.code in CODES
     else:
         assert isinstance(decoded, messages.Hello | messages.ActionMessage | messages.Resync | messages.Ping)
 

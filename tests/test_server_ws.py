@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 from cardtable.games import get_game
+from cardtable.refusals import CODES, PARAMS
 from cardtable.server.app import create_app
 from cardtable.server.store import TableRow
 from cardtable.server.table import Settings
@@ -352,16 +353,18 @@ def test_refusals_keep_the_connection_and_the_table(client: TestClient) -> None:
     with client.websocket_connect(f"/ws/tables/{tid}") as ws:
         assert ask(ws, {"type": "action", "seq": 1, "action": {"type": "play", "card": mover_hand[0]}})["type"] == "error"
         bad = ask(ws, {"type": "hello", "token": "not-a-token"})
-        assert bad["type"] == "error" and "token" in bad["reason"]
+        assert bad["type"] == "error" and "token" in bad["reason"] and bad["code"] == "hello.bad_token"
         assert ask(ws, {"type": "ping", "t": 5.0})["type"] == "pong"
         assert ask(ws, {"type": "hello", "token": idle_token})["type"] == "welcome"
         assert ws.receive_json()["type"] == "snapshot"
         out_of_turn = ask(ws, {"type": "action", "seq": 2, "action": {"type": "play", "card": mover_hand[0]}})
-        assert out_of_turn == {"type": "reject", "seq": 2, "reason": out_of_turn["reason"]} and out_of_turn["reason"]
+        assert out_of_turn == {"type": "reject", "seq": 2, "reason": out_of_turn["reason"], "code": "anemone.not_your_turn",
+                               "params": {"seat": 1 - turn, "to_act": turn}} and out_of_turn["reason"]
         other_seat = ask(ws, {"type": "action", "seq": 3, "seat": turn, "action": {"type": "play", "card": mover_hand[0]}})
-        assert other_seat["type"] == "error" and "seat" in other_seat["reason"]
+        assert other_seat["type"] == "error" and "seat" in other_seat["reason"] and other_seat["code"] == "message.malformed"
         big = ask(ws, "x" * 5000)
-        assert big["type"] == "error" and "too large" in big["reason"]
+        assert big["type"] == "error" and "too large" in big["reason"] and big["code"] == "message.too_large"
+        assert big["params"] == {"size": 5000, "limit": 4096}
         assert ask(ws, b"\xff\xfe")["type"] == "error"
         assert ask(ws, "[1, 2]")["type"] == "error"
         assert ask(ws, {"type": "action", "seq": "x", "action": {}})["type"] == "error"
@@ -388,6 +391,8 @@ def test_refusals_keep_the_connection_and_the_table(client: TestClient) -> None:
             time.sleep(0.04)  # stay under the rate limit
             reply = ask(ws, message)
             assert reply["type"] in ("error", "reject", "pong"), reply
+            if reply["type"] != "pong":
+                assert reply["code"] in CODES and set(reply["params"]) == set(PARAMS[reply["code"]]), reply
 
         junk_is_refused()
         time.sleep(0.1)

@@ -1,6 +1,6 @@
 """Cards and packs: the standard 52-card pack with jokers (Nerts) and the creature cards of Enemy Anemone.
 
-Card codes follow ``shared/spec/records.md`` ("Cards"):
+Card codes follow ``docs/records.md`` ("Cards"):
 
 - standard cards are rank ``A 2 3 4 5 6 7 8 9 10 J Q K`` then suit ``S H D C``; jokers are ``JK1`` and ``JK2``.
   Parsing accepts lower case and ``T`` for ten; writing always uses the forms above.
@@ -36,7 +36,7 @@ RED_SUITS = frozenset({"H", "D"})
 Colour = Literal["red", "black"]
 
 CREATURE_SUITS: tuple[str, ...] = ("A", "B", "C", "D", "E", "F")
-"""Enemy Anemone suits, in letter order (``shared/rules/enemy-anemone.md``, "Components")."""
+"""Enemy Anemone suits, in letter order (``docs/rules/enemy-anemone.md``, "Components")."""
 
 
 def _parse_rank(text: str, code: str) -> int:

@@ -1,4 +1,4 @@
-"""The engine shape both games share (``shared/design.md``, "The engine").
+"""The engine shape both games share (``docs/architecture.md``, "The engine's shape").
 
 Every game module (``cardtable.games.nerts``, ``cardtable.games.anemone``) provides:
 
@@ -8,7 +8,7 @@ Every game module (``cardtable.games.nerts``, ``cardtable.games.anemone``) provi
 - a hand state implementing :class:`HandState`.
 
 Actions and events are plain JSON-ready dicts, exactly as written in ``cardtable/1`` records
-(``shared/spec/records.md``), so the server, the bots, the simulator and the records all speak one language.
+(``docs/records.md``), so the server, the bots, the simulator and the records all speak one language.
 """
 
 from __future__ import annotations
@@ -28,10 +28,24 @@ View = dict[str, Any]
 
 
 class IllegalAction(ValueError):
-    """An action that cannot be applied now; ``str()`` is a reason a person can read.
+    """An action that cannot be applied now; ``str()`` is a reason a person can read (English).
 
-    Raised by :meth:`HandState.apply`, which then leaves the state exactly as it was.
+    Raised by :meth:`HandState.apply`, which then leaves the state exactly as it was. ``code`` is a stable,
+    lower-case dotted name of the refusal (``"nerts.work_pile_order"``) registered with its English template in
+    :mod:`cardtable.refusals`; ``params`` fills the template's ``{placeholders}`` (``docs/protocol.md``, "Refusal
+    codes"): card-valued keys end in ``card`` and hold card codes (``"KD"``), pile-valued keys end in ``pile`` and
+    hold ``{"kind": ..., "number": N | None}``, suit-valued keys end in ``suit``; others are numbers or strings.
+
+    >>> error = IllegalAction("KD does not go on 5D", code="nerts.work_pile_order", params={"card": "KD"})
+    >>> str(error), error.code, error.params
+    ('KD does not go on 5D', 'nerts.work_pile_order', {'card': 'KD'})
     """
+
+    def __init__(self, reason: str, code: str = "action.illegal", params: Mapping[str, Any] | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.code = code
+        self.params: dict[str, Any] = dict(params or {})
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""The ``cardtable/1`` game record: load, check the shape of, and write (``shared/spec/records.md``).
+"""The ``cardtable/1`` game record: load, check the shape of, and write (``docs/records.md``).
 
 A record is a whole match: the game, its options, the seats, and every hand's deal and actions in order.
 This module checks the record's *shape* (format, game name, field types, ``ms`` never decreasing); the rules

@@ -1,5 +1,5 @@
 """Fold a ``cardtable/1`` record through its game's engine: the one mechanism behind replay, persistence and
-crash recovery (``shared/design.md``, "The engine"; ``shared/spec/records.md``, "cardtable replay").
+crash recovery (``docs/architecture.md``, "The engine's shape"; ``docs/records.md``, "cardtable replay").
 
 A record that cannot be read as a whole raises :class:`~cardtable.records.RecordError` (``cardtable replay`` exits 1);
 the first action that cannot be applied raises :class:`IllegalRecordAction` (exit 2).
@@ -45,7 +45,7 @@ class ReplayResult:
     anemones: list[list[int]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``--json`` form of ``shared/spec/records.md``."""
+        """The ``--json`` form of ``docs/records.md``."""
         out: dict[str, Any] = {
             "hands": [{"scores": h.scores, "ended": h.ended} for h in self.hands],
             "totals": self.totals,
@@ -87,7 +87,7 @@ def apply_actions(state: HandState, hand: HandRecord, number: int, on_step: Step
     """Apply the hand's actions in order; :class:`IllegalRecordAction` on the first that cannot be applied.
 
     A Nerts hand whose record stops after a Nerts call, with no ``end_hand``, is read as if the table's
-    ``end_hand`` followed its last action (``shared/spec/records.md``, "Time and the end of a Nerts hand").
+    ``end_hand`` followed its last action (``docs/records.md``, "The end of a Nerts hand").
     """
     last_ms = 0
     for index, entry in enumerate(hand.actions):

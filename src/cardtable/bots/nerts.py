@@ -1,6 +1,6 @@
 """Nerts bots: ``greedy`` (instant, full skill, for simulations) and ``greedy:easy|medium|hard`` (human pace).
 
-A greedy bot looks only at its seat's view and legal actions (``shared/design.md``: bots play through the
+A greedy bot looks only at its seat's view and legal actions (``docs/architecture.md``: bots play through the
 public API). Its priorities, first that applies:
 
 1. call Nerts when its Nerts pile is empty and it is ahead (or has nothing useful left);

@@ -1,4 +1,4 @@
-"""Enemy Anemone: the rules engine (``shared/rules/enemy-anemone.md``; players' page ``docs/rules/enemy-anemone.md``).
+"""Enemy Anemone: the rules engine (``docs/rules/enemy-anemone.md``).
 
 A trick-taking game in which every card played into a trick must be of a suit not yet in it; a seat with no such
 card discards one into its own score pile. The highest card wins the trick, the lowest takes an anemone (+1 or +2
@@ -46,6 +46,13 @@ POINTS_OF: tuple[int, ...] = tuple(2 if card % 10 + 1 in BONUS_RANKS else 1 for 
 """Points a card is worth in a score pile: 1, or 2 for a 3, 5 or 8."""
 
 _NUMBER: dict[str, int] = {code: number for number, code in enumerate(CODE)}
+
+
+def _plain(value: Any) -> Any:
+    """A refusal param from a value a client sent: numbers and strings as they are, anything else as text."""
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    return repr(value)
 
 
 def card_number(code: str) -> int:
@@ -543,54 +550,91 @@ class AnemoneState:
         Raises :class:`IllegalAction` with the reason ("A trick" steps 1-3, the 2-seat variant).
         """
         if self.over:
-            raise IllegalAction("the hand is over")
+            raise IllegalAction("the hand is over", code="hand.over")
         if not isinstance(action, Mapping):
-            raise IllegalAction("an action is an object with a type")
+            raise IllegalAction("an action is an object with a type", code="action.malformed")
         kind = action.get("type")
         if kind not in ("play", "discard"):
-            raise IllegalAction(f"unknown action type {kind!r} (expected 'play' or 'discard')")
+            raise IllegalAction(
+                f"unknown action type {kind!r} (expected 'play' or 'discard')",
+                code="action.unknown_type",
+                params={"type": _plain(kind)},
+            )
         extra = set(action) - {"type", "card", "anemones"}
         if extra:
-            raise IllegalAction(f"unknown field {sorted(extra)[0]!r} in a {kind} action")
+            field = sorted(extra)[0]
+            raise IllegalAction(
+                f"unknown field {field!r} in a {kind} action",
+                code="action.unexpected_field",
+                params={"field": _plain(field), "type": kind},
+            )
         if seat is None:
-            raise IllegalAction("the table takes no actions in Enemy Anemone")
+            raise IllegalAction("the table takes no actions in Enemy Anemone", code="anemone.table_action")
         if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < self.players:
-            raise IllegalAction(f"no seat {seat!r}")
+            raise IllegalAction(
+                f"no seat {seat!r}", code="action.no_seat", params={"seat": _plain(seat), "seats": self.players}
+            )
         if seat != self.turn:
-            raise IllegalAction(f"not seat {seat}'s turn (seat {self.turn} is to act)")
+            raise IllegalAction(
+                f"not seat {seat}'s turn (seat {self.turn} is to act)",
+                code="anemone.not_your_turn",
+                params={"seat": seat, "to_act": self.turn},
+            )
         code = action.get("card")
         if not isinstance(code, str):
-            raise IllegalAction(f"a {kind} action needs a card code")
+            raise IllegalAction(f"a {kind} action needs a card code", code="anemone.needs_card", params={"type": kind})
         try:
             card = card_number(code)
         except ValueError as error:
-            raise IllegalAction(str(error)) from None
+            raise IllegalAction(str(error), code="action.bad_card", params={"value": code}) from None
         faces_raw = action.get("anemones", [])
         if not isinstance(faces_raw, list) or any(
             isinstance(f, bool) or not isinstance(f, int) or f not in (1, 2) for f in faces_raw
         ):
-            raise IllegalAction("anemones must be a list of faces, each 1 or 2")
+            raise IllegalAction("anemones must be a list of faces, each 1 or 2", code="anemone.bad_anemones")
         faces = tuple(sorted(faces_raw))
         hand = self.hands[seat]
         if card not in hand:
-            raise IllegalAction(f"seat {seat} does not hold {CODE[card]}")
+            raise IllegalAction(
+                f"seat {seat} does not hold {CODE[card]}",
+                code="anemone.card_not_held",
+                params={"seat": seat, "card": CODE[card]},
+            )
         playable = self.playable_cards()
         if kind == "discard":
             if faces:
-                raise IllegalAction("a discard takes no anemones")
+                raise IllegalAction("a discard takes no anemones", code="anemone.discard_with_anemones")
             if playable:
-                raise IllegalAction(f"seat {seat} cannot discard: it can play a new suit")
+                raise IllegalAction(
+                    f"seat {seat} cannot discard: it can play a new suit",
+                    code="anemone.discard_can_play",
+                    params={"seat": seat},
+                )
             return False, card, ()
         if card not in playable:
             suit = CREATURE_SUITS[SUIT_OF[card]]
             if playable:
-                raise IllegalAction(f"suit {suit} is already in the trick; play another suit")
-            raise IllegalAction(f"suit {suit} is already in the trick; seat {seat} must discard")
+                raise IllegalAction(
+                    f"suit {suit} is already in the trick; play another suit",
+                    code="anemone.suit_in_trick",
+                    params={"card": CODE[card], "suit": suit},
+                )
+            raise IllegalAction(
+                f"suit {suit} is already in the trick; seat {seat} must discard",
+                code="anemone.must_discard",
+                params={"card": CODE[card], "suit": suit, "seat": seat},
+            )
         held = list(self.anem[seat])
         for face in faces:
             if face not in held:
                 raise IllegalAction(
-                    f"seat {seat} does not hold the anemones {list(faces)} (it holds {sorted(self.anem[seat])})"
+                    f"seat {seat} does not hold the anemones {list(faces)} (it holds {sorted(self.anem[seat])})",
+                    code="anemone.anemones_not_held",
+                    params={
+                        "seat": seat,
+                        "wanted": ", ".join(str(f) for f in faces),
+                        "held": ", ".join(str(f) for f in sorted(self.anem[seat])),
+                    },
                 )
             held.remove(face)
         return True, card, faces
@@ -603,9 +647,13 @@ class AnemoneState:
         or anemones the seat does not hold, breaks the suit rule, or ``ms`` went backwards.
         """
         if isinstance(ms, bool) or not isinstance(ms, int):
-            raise IllegalAction(f"ms must be a whole number, not {ms!r}")
+            raise IllegalAction(f"ms must be a whole number, not {ms!r}", code="action.bad_time", params={"ms": _plain(ms)})
         if ms < self._last_ms:
-            raise IllegalAction(f"time went backwards ({ms} ms after {self._last_ms} ms)")
+            raise IllegalAction(
+                f"time went backwards ({ms} ms after {self._last_ms} ms)",
+                code="action.time_backwards",
+                params={"ms": ms, "last_ms": self._last_ms},
+            )
         is_play, card, faces = self.check(seat, action)
         events: list[Event] = []
         self.step(is_play, card, faces, events)

@@ -1,4 +1,4 @@
-"""Nerts (Pounce, Racing Demon): the rules engine (``shared/rules/nerts.md``).
+"""Nerts (Pounce, Racing Demon): the rules engine (``docs/rules/nerts.md``).
 
 Pure and deterministic: no clock, no I/O. A :class:`NertsMatch` folds hands; a :class:`NertsState` is one hand.
 
@@ -73,6 +73,24 @@ for _pack in range(_MAX_PACKS):
 _SUIT_NAMES = ("spades", "hearts", "diamonds", "clubs")
 
 
+def _pile(ref: str) -> dict[str, Any]:
+    """A pile as refusal params name it (``docs/protocol.md``, "Refusal codes"): ``work:0`` is
+    ``{"kind": "work", "number": 1}`` (counted as a player counts), ``nerts``/``waste``/``stock`` and every
+    foundation have ``"number": None`` (a player never sees foundation ids)."""
+    if ref.startswith("work:") and ref[5:].isdigit():
+        return {"kind": "work", "number": int(ref[5:]) + 1}
+    if ref.startswith("foundation:"):
+        return {"kind": "foundation", "number": None}
+    return {"kind": ref, "number": None}
+
+
+def _plain(value: Any) -> Any:
+    """A refusal param from a value a client sent: numbers and strings as they are, anything else as text."""
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    return repr(value)
+
+
 def _card_code(rank: int, suit: int) -> str:
     return RANK_CODES[rank - 1] + SUITS[suit]
 
@@ -109,7 +127,7 @@ def _consistent(cards: Sequence[int]) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class NertsOptions:
-    """Every table option of ``shared/rules/nerts.md`` with its default. Times in milliseconds or seconds."""
+    """Every table option of ``docs/rules/nerts.md`` with its default. Times in milliseconds or seconds."""
 
     players: int = 4
     partnerships: bool = False
@@ -330,7 +348,7 @@ _UNDER_KEYS = frozenset({"type", "from", "to"})
 
 
 class NertsState:
-    """One hand of Nerts in play (rules: every section of ``shared/rules/nerts.md``).
+    """One hand of Nerts in play (rules: every section of ``docs/rules/nerts.md``).
 
     Build it with :meth:`NertsMatch.start_hand`, or directly from packs of engine cards. Every seat may act at
     any time; :meth:`apply` validates fully before changing anything and raises
@@ -571,14 +589,20 @@ class NertsState:
         now, or ``ms`` is earlier than the last applied action.
         """
         if not isinstance(action, Mapping):
-            raise IllegalAction("an action is an object with a 'type'")
+            raise IllegalAction("an action is an object with a 'type'", code="action.malformed")
         kind = action.get("type")
         if not isinstance(ms, int) or isinstance(ms, bool) or ms < 0:
-            raise IllegalAction(f"ms must be a whole number of milliseconds, not {ms!r}")
+            raise IllegalAction(
+                f"ms must be a whole number of milliseconds, not {ms!r}", code="action.bad_time", params={"ms": _plain(ms)}
+            )
         if ms < self._ms:
-            raise IllegalAction(f"time went backwards ({ms} ms after {self._ms} ms)")
+            raise IllegalAction(
+                f"time went backwards ({ms} ms after {self._ms} ms)",
+                code="action.time_backwards",
+                params={"ms": ms, "last_ms": self._ms},
+            )
         if self._ended is not None:
-            raise IllegalAction("the hand is over")
+            raise IllegalAction("the hand is over", code="hand.over")
         if seat is None:
             if kind == "rotate":
                 self._check_keys(action, frozenset({"type"}))
@@ -591,14 +615,26 @@ class NertsState:
                 reason = action.get("reason")
                 if reason == "nerts":
                     if self._called is None:
-                        raise IllegalAction("end_hand 'nerts' but nobody has called Nerts")
+                        raise IllegalAction("end_hand 'nerts' but nobody has called Nerts", code="nerts.end_without_call")
                 elif reason != "stalled":
-                    raise IllegalAction(f"end_hand reason must be 'nerts' or 'stalled', not {reason!r}")
+                    raise IllegalAction(
+                        f"end_hand reason must be 'nerts' or 'stalled', not {reason!r}",
+                        code="nerts.bad_end_reason",
+                        params={"reason": _plain(reason)},
+                    )
                 self._ms = ms
                 return self._end(reason)
-            raise IllegalAction(f"the table (seat null) may only rotate or end_hand, not {kind!r}")
+            raise IllegalAction(
+                f"the table (seat null) may only rotate or end_hand, not {kind!r}",
+                code="nerts.table_action",
+                params={"type": _plain(kind)},
+            )
         if not isinstance(seat, int) or isinstance(seat, bool) or not 0 <= seat < self.players:
-            raise IllegalAction(f"no seat {seat!r} (seats are 0 to {self.players - 1})")
+            raise IllegalAction(
+                f"no seat {seat!r} (seats are 0 to {self.players - 1})",
+                code="action.no_seat",
+                params={"seat": _plain(seat), "seats": self.players},
+            )
         self._check_in_flight(ms)
         layout = self._seat_layout[seat]
         if kind == "move":
@@ -611,7 +647,7 @@ class NertsState:
         elif kind == "stuck":
             self._check_keys(action, frozenset({"type"}))
             if layout.stuck:
-                raise IllegalAction("you have already declared that you are stuck")
+                raise IllegalAction("you have already declared that you are stuck", code="nerts.already_stuck")
             layout.stuck = True
             self._layout_views[layout.pack] = None
             events = [{"type": "stuck", "seat": seat, "pack": layout.pack}]
@@ -624,24 +660,32 @@ class NertsState:
         elif kind == "cycle":
             self._check_keys(action, frozenset({"type"}))
             if not layout.stuck:
-                raise IllegalAction("you may cycle only while stuck (declare stuck first)")
+                raise IllegalAction("you may cycle only while stuck (declare stuck first)", code="nerts.cycle_not_stuck")
             if not layout.stock:
-                raise IllegalAction("your stock is empty: nothing to cycle")
+                raise IllegalAction("your stock is empty: nothing to cycle", code="nerts.cycle_empty_stock")
             layout.stock.insert(0, layout.stock.pop())
             events = [{"type": "cycled", "seat": seat, "pack": layout.pack}]
         elif kind == "nerts":
             self._check_keys(action, frozenset({"type"}))
             if self._called is not None:
-                raise IllegalAction(f"Nerts has already been called (by seat {self._called})")
+                raise IllegalAction(
+                    f"Nerts has already been called (by seat {self._called})",
+                    code="nerts.already_called",
+                    params={"seat": self._called},
+                )
             if layout.nerts:
-                raise IllegalAction(f"your Nerts pile still has {len(layout.nerts)} cards")
+                raise IllegalAction(
+                    f"your Nerts pile still has {len(layout.nerts)} cards",
+                    code="nerts.pile_not_empty",
+                    params={"count": len(layout.nerts)},
+                )
             self._called = seat
             self._called_ms = ms
             events = [{"type": "nerts", "seat": seat}]
         elif kind in ("rotate", "end_hand"):
-            raise IllegalAction(f"only the table (seat null) may {kind}")
+            raise IllegalAction(f"only the table (seat null) may {kind}", code="nerts.table_only", params={"type": kind})
         else:
-            raise IllegalAction(f"unknown action type {kind!r}")
+            raise IllegalAction(f"unknown action type {kind!r}", code="action.unknown_type", params={"type": _plain(kind)})
         self._ms = ms
         self._actions += 1
         return events
@@ -650,14 +694,20 @@ class NertsState:
         if self._called is not None and ms > self._called_ms + self.options.in_flight_ms:
             raise IllegalAction(
                 f"the hand is over (Nerts was called at {self._called_ms} ms; "
-                f"moves count until {self._called_ms + self.options.in_flight_ms} ms)"
+                f"moves count until {self._called_ms + self.options.in_flight_ms} ms)",
+                code="nerts.called",
+                params={"seat": self._called, "until_ms": self._called_ms + self.options.in_flight_ms},
             )
 
     @staticmethod
     def _check_keys(action: Mapping[str, Any], allowed: frozenset[str]) -> None:
         for key in action:
             if key not in allowed:
-                raise IllegalAction(f"unexpected field {key!r} in a {action.get('type')!r} action")
+                raise IllegalAction(
+                    f"unexpected field {key!r} in a {action.get('type')!r} action",
+                    code="action.unexpected_field",
+                    params={"field": _plain(key), "type": _plain(action.get("type"))},
+                )
 
     def _source(self, layout: _Layout, ref: Any) -> tuple[list[int], int, str]:
         """The pile named by ``ref`` ("nerts", "waste", "work:I") and its work index (-1 otherwise)."""
@@ -669,18 +719,30 @@ class NertsState:
             where = self._work_index(layout, ref, "from")
             pile = layout.work[where]
         if not pile:
-            raise IllegalAction(f"{ref} is empty")
+            raise IllegalAction(f"{ref} is empty", code="nerts.pile_empty", params={"pile": _pile(str(ref))})
         return pile, where, str(ref)
 
     def _work_index(self, layout: _Layout, ref: Any, field: str) -> int:
         if not isinstance(ref, str):
-            raise IllegalAction(f"'{field}' must be a pile name such as 'work:0', not {ref!r}")
+            raise IllegalAction(
+                f"'{field}' must be a pile name such as 'work:0', not {ref!r}",
+                code="action.bad_pile",
+                params={"field": field},
+            )
         j = _WORK_REFS.get(ref)
         if j is None or j >= len(layout.work):
             if ref.startswith("work:"):
-                raise IllegalAction(f"no pile {ref} (work piles are work:0 to work:{len(layout.work) - 1})")
+                raise IllegalAction(
+                    f"no pile {ref} (work piles are work:0 to work:{len(layout.work) - 1})",
+                    code="nerts.no_work_pile",
+                    params={"pile": _pile(ref), "count": len(layout.work)},
+                )
             allowed = "'nerts', 'waste' or 'work:I'" if field == "from" else "'work:J' or 'foundation:ID'"
-            raise IllegalAction(f"unknown pile {ref!r} in '{field}' (expected {allowed})")
+            raise IllegalAction(
+                f"unknown pile {ref!r} in '{field}' (expected {allowed})",
+                code="action.bad_pile",
+                params={"field": field},
+            )
         return j
 
     def _move(self, seat: int, layout: _Layout, action: Mapping[str, Any], ms: int) -> list[Event]:
@@ -688,23 +750,39 @@ class NertsState:
         dst = action.get("to")
         count = action.get("count", 1)
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-            raise IllegalAction(f"count must be a whole number of cards, 1 or more, not {count!r}")
+            raise IllegalAction(
+                f"count must be a whole number of cards, 1 or more, not {count!r}",
+                code="action.bad_count",
+                params={"value": _plain(count)},
+            )
         pile, src_work, src = self._source(layout, action.get("from"))
         if src_work < 0 and count != 1:
-            raise IllegalAction(f"count is only for a run from a work pile; {src} gives one card")
+            raise IllegalAction(
+                f"count is only for a run from a work pile; {src} gives one card",
+                code="nerts.one_card_only",
+                params={"pile": _pile(src)},
+            )
         if count > len(pile):
-            raise IllegalAction(f"{src} has only {len(pile)} cards, not {count}")
+            raise IllegalAction(
+                f"{src} has only {len(pile)} cards, not {count}",
+                code="nerts.run_too_long",
+                params={"pile": _pile(src), "size": len(pile), "count": count},
+            )
         if not isinstance(dst, str):
-            raise IllegalAction(f"'to' must be a pile name such as 'work:0' or 'foundation:new', not {dst!r}")
+            raise IllegalAction(
+                f"'to' must be a pile name such as 'work:0' or 'foundation:new', not {dst!r}",
+                code="action.bad_pile",
+                params={"field": "to"},
+            )
         if dst.startswith("foundation:"):
             if count != 1:
-                raise IllegalAction("only one card at a time goes to a foundation")
+                raise IllegalAction("only one card at a time goes to a foundation", code="nerts.foundation_one_card")
             return self._to_foundation(seat, layout, action, pile, src, src_work, dst, ms)
         if "as" in action:
-            raise IllegalAction("'as' is only for a joker going to a foundation")
+            raise IllegalAction("'as' is only for a joker going to a foundation", code="nerts.as_not_joker")
         j = self._work_index(layout, dst, "to")
         if j == src_work:
-            raise IllegalAction(f"{src} is already there")
+            raise IllegalAction(f"{src} is already there", code="nerts.same_pile", params={"pile": _pile(src)})
         dest = layout.work[j]
         run = pile[len(pile) - count :]
         if dest:
@@ -716,7 +794,9 @@ class NertsState:
             if not ok:
                 raise IllegalAction(
                     f"{CODE[run[0]]} does not go on {CODE[dest[-1]]} "
-                    "(work piles go down one rank at a time in alternating colours)"
+                    "(work piles go down one rank at a time in alternating colours)",
+                    code="nerts.work_pile_order",
+                    params={"card": CODE[run[0]], "onto_card": CODE[dest[-1]], "pile": _pile(dst)},
                 )
         # mutate
         del pile[len(pile) - count :]
@@ -752,48 +832,82 @@ class NertsState:
         pack = card >> 6
         if JOKER[card]:
             if "as" not in action:
-                raise IllegalAction(f"{CODE[card]} is a joker: say what it stands for ('as', e.g. '7H')")
+                raise IllegalAction(
+                    f"{CODE[card]} is a joker: say what it stands for ('as', e.g. '7H')",
+                    code="nerts.joker_needs_as",
+                    params={"card": CODE[card]},
+                )
             declared = action["as"]
             try:
                 as_card = Card.parse(declared)
             except ValueError as error:
-                raise IllegalAction(f"'as': {error}") from None
+                raise IllegalAction(f"'as': {error}", code="nerts.bad_as", params={"value": _plain(declared)}) from None
             if as_card.is_joker:
-                raise IllegalAction("'as' must name a standard card, not a joker")
+                raise IllegalAction("'as' must name a standard card, not a joker", code="nerts.as_joker")
             rank, suit = as_card.rank, SUITS.index(as_card.suit)
         else:
             if "as" in action:
-                raise IllegalAction("'as' is only for a joker going to a foundation")
+                raise IllegalAction("'as' is only for a joker going to a foundation", code="nerts.as_not_joker")
             rank, suit = RANK[card], SUIT[card]
         name = _card_code(rank, suit)
         found: _Foundation | None = None
         if dst == "foundation:new":
             if rank != 1:
-                raise IllegalAction(f"only an ace starts a foundation ({name} is not an ace)")
+                raise IllegalAction(
+                    f"only an ace starts a foundation ({name} is not an ace)",
+                    code="nerts.foundation_needs_ace",
+                    params={"card": name},
+                )
         else:
             text = dst[len("foundation:") :]
             if not text.isdigit():
-                raise IllegalAction(f"unknown pile {dst!r} (expected 'foundation:new' or 'foundation:ID')")
+                raise IllegalAction(
+                    f"unknown pile {dst!r} (expected 'foundation:new' or 'foundation:ID')",
+                    code="action.bad_pile",
+                    params={"field": "to"},
+                )
             fid = int(text)
             if fid >= len(self._foundations):
-                raise IllegalAction(f"{dst} has not been started")
+                raise IllegalAction(f"{dst} has not been started", code="nerts.no_foundation")
             found = self._foundations[fid]
             if found.suit != suit:
-                raise IllegalAction(f"{name} does not go on {dst} ({_SUIT_NAMES[found.suit]})")
+                raise IllegalAction(
+                    f"{name} does not go on {dst} ({_SUIT_NAMES[found.suit]})",
+                    code="nerts.foundation_suit",
+                    params={
+                        "card": name,
+                        "top_card": _card_code(found.top_rank, found.suit),
+                        "suit": SUITS[found.suit],
+                        "pile": _pile(dst),
+                    },
+                )
             window = self.options.tie_window_ms
             if rank == found.top_rank + 1 and not found.finished:
                 pass
             elif rank == found.top_rank and window and found.top_pack != pack and ms <= found.top_ms + window:
                 pass  # an apparent tie: both cards play (rules: "Simultaneous play and conflicts")
             elif found.finished:
-                raise IllegalAction(f"{dst} is finished and set aside")
+                raise IllegalAction(
+                    f"{dst} is finished and set aside",
+                    code="nerts.foundation_finished",
+                    params={"top_card": _card_code(13, suit), "pile": _pile(dst)},
+                )
             elif rank <= found.top_rank:
                 raise IllegalAction(
-                    f"that foundation has moved on ({dst} is at {_card_code(found.top_rank, suit)})"
+                    f"that foundation has moved on ({dst} is at {_card_code(found.top_rank, suit)})",
+                    code="nerts.foundation_moved_on",
+                    params={"card": name, "top_card": _card_code(found.top_rank, suit), "pile": _pile(dst)},
                 )
             else:
                 raise IllegalAction(
-                    f"{name} does not go on {dst}: it needs {_card_code(found.top_rank + 1, suit)} next"
+                    f"{name} does not go on {dst}: it needs {_card_code(found.top_rank + 1, suit)} next",
+                    code="nerts.foundation_order",
+                    params={
+                        "card": name,
+                        "top_card": _card_code(found.top_rank, suit),
+                        "needed_card": _card_code(found.top_rank + 1, suit),
+                        "pile": _pile(dst),
+                    },
                 )
         # mutate
         pile.pop()
@@ -852,12 +966,21 @@ class NertsState:
         pile, src_work, src = self._source(layout, action.get("from"))
         j = self._work_index(layout, action.get("to"), "to")
         if j == src_work:
-            raise IllegalAction("a card cannot slide under its own pile")
+            raise IllegalAction(
+                "a card cannot slide under its own pile", code="nerts.under_own_pile", params={"pile": _pile(src)}
+            )
         dest = layout.work[j]
         if not dest:
-            raise IllegalAction(f"work:{j} is empty: move the card there instead of under it")
+            raise IllegalAction(
+                f"work:{j} is empty: move the card there instead of under it",
+                code="nerts.under_empty_pile",
+                params={"pile": _pile(f"work:{j}")},
+            )
         if not any(not p for p in layout.work):
-            raise IllegalAction("you may slide a card under a pile only while you have an empty work pile")
+            raise IllegalAction(
+                "you may slide a card under a pile only while you have an empty work pile",
+                code="nerts.under_needs_empty_pile",
+            )
         card = pile[-1]
         if self.options.jokers:
             ok = _consistent([card, *dest])
@@ -866,7 +989,9 @@ class NertsState:
         if not ok:
             raise IllegalAction(
                 f"{CODE[card]} does not go under {CODE[dest[0]]} "
-                "(it must be one rank higher and the other colour)"
+                "(it must be one rank higher and the other colour)",
+                code="nerts.under_order",
+                params={"card": CODE[card], "under_card": CODE[dest[0]], "pile": _pile(f"work:{j}")},
             )
         pile.pop()
         dest.insert(0, card)
@@ -897,7 +1022,7 @@ class NertsState:
             layout.waste = []
             turned = True
         else:
-            raise IllegalAction("your stock and waste are both empty: nothing to flip")
+            raise IllegalAction("your stock and waste are both empty: nothing to flip", code="nerts.nothing_to_flip")
         self._layout_views[layout.pack] = None
         return [
             {

@@ -15,8 +15,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cardtable.server import bots as server_bots
 from cardtable.server.lobby import router
@@ -67,7 +70,31 @@ def create_app(db: str | None = None, settings: Settings | None = None) -> FastA
 
     @app.exception_handler(TableError)
     async def table_error(_request: Request, error: TableError) -> JSONResponse:
-        return JSONResponse({"detail": str(error)}, status_code=error.status)
+        return JSONResponse(error.to_dict(), status_code=error.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_request: Request, error: RequestValidationError) -> JSONResponse:
+        problems = error.errors()
+        first = problems[0] if problems else {}
+        field = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
+        reason = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', ()) if p != 'body') or 'body'}: {e.get('msg', 'invalid')}"
+            for e in problems
+        )
+        return JSONResponse(
+            {"detail": reason or "invalid request", "code": "request.invalid",
+             "params": {"field": field, "detail": reason}},
+            status_code=422,
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> Response:
+        if not request.url.path.startswith("/api"):
+            return await http_exception_handler(request, error)
+        return JSONResponse(
+            {"detail": str(error.detail), "code": "http.error", "params": {"status": error.status_code}},
+            status_code=error.status_code, headers=getattr(error, "headers", None),
+        )
 
     app.include_router(router)
     app.add_api_websocket_route("/ws/tables/{table_id}", table_socket)

@@ -97,26 +97,34 @@ class Manager:
         """
         try:
             info = get_game(game)
+        except ValueError as error:
+            raise TableError(422, "game.unknown", str(error), {"game": game}) from None
+        try:
             match = info.new_match(options)
         except ValueError as error:
-            raise TableError(422, str(error)) from None
+            option = str(error).split(":", 1)[0].removeprefix("option ").strip("'")
+            raise TableError(422, "options.invalid", str(error), {"option": option, "detail": str(error)}) from None
         players = match.players
         specs = seats if seats is not None else [{"kind": "open"} for _ in range(players)]
         if len(specs) != players:
-            raise TableError(422, f"seats: {len(specs)} given but this table has {players} seats (option players)")
+            raise TableError(
+                422, "seats.count", f"seats: {len(specs)} given but this table has {players} seats (option players)",
+                {"count": len(specs), "players": players},
+            )
         rows: list[SeatRow] = []
         for i, spec in enumerate(specs):
             if spec.get("kind") == "bot":
                 try:
                     bot = bots.get_bot(game, spec.get("bot") or "").spec
                 except ValueError as error:
-                    raise TableError(422, f"seats[{i}].bot: {error}") from None
+                    raise TableError(422, "seats.bad_bot", f"seats[{i}].bot: {error}",
+                                     {"seat": i, "bot": str(spec.get("bot"))}) from None
                 rows.append(SeatRow(seat=i, kind="bot", bot=bot, name=f"bot-{i}"))
             else:
                 rows.append(SeatRow(seat=i, kind="open"))
         first_open = next((r for r in rows if r.kind == "open"), None)
         if first_open is None:
-            raise TableError(422, "seats: at least one seat must be open, for you")
+            raise TableError(422, "seats.none_open", "seats: at least one seat must be open, for you")
         token = new_token()
         first_open.kind, first_open.name, first_open.token_hash = "person", name, hash_token(token)
         row = TableRow(
@@ -135,7 +143,7 @@ class Manager:
         """The live table ``table_id``; ``TableError`` 404 when there is none (unknown or finished earlier)."""
         table = self.tables.get(table_id)
         if table is None:
-            raise TableError(404, f"no table {table_id!r}")
+            raise TableError(404, "table.not_found", f"no table {table_id!r}", {"table": table_id})
         return table
 
     async def join(self, table_id: str, name: str, seat: int | None) -> tuple[Table, int, str]:
@@ -144,17 +152,18 @@ class Manager:
 
         async def take() -> tuple[int, str]:
             if table.status != "open":
-                raise TableError(409, "the game has already started")
+                raise TableError(409, "table.started", "the game has already started")
             if seat is not None:
                 if not 0 <= seat < len(table.seats):
-                    raise TableError(422, f"seat: no seat {seat} (the table has {len(table.seats)})")
+                    raise TableError(422, "seat.no_such", f"seat: no seat {seat} (the table has {len(table.seats)})",
+                                     {"seat": seat, "seats": len(table.seats)})
                 chosen = table.seats[seat]
                 if chosen.row.kind != "open":
-                    raise TableError(409, f"seat {seat} is taken")
+                    raise TableError(409, "seat.taken", f"seat {seat} is taken", {"seat": seat})
             else:
                 free = [s for s in table.seats if s.row.kind == "open"]
                 if not free:
-                    raise TableError(409, "the table is full")
+                    raise TableError(409, "table.full", "the table is full")
                 chosen = free[0]
             token = new_token()
             chosen.row.kind, chosen.row.name, chosen.row.token_hash = "person", name, hash_token(token)
@@ -171,7 +180,7 @@ class Manager:
             for seat in table.seats:
                 if seat.row.kind == "person" and token_matches(token, seat.row.token_hash):
                     return seat.row.seat
-        raise TableError(403, "bad token: it holds no seat at this table")
+        raise TableError(403, "token.bad", "bad token: it holds no seat at this table")
 
     async def leave(self, table_id: str, token: str) -> Table:
         """Give up the token's seat: before the start it opens again; after it a bot plays it."""
@@ -205,9 +214,9 @@ class Manager:
         async def go() -> None:
             self.seat_of(table, token)
             if table.status != "open":
-                raise TableError(409, "the game has already started")
+                raise TableError(409, "table.started", "the game has already started")
             if any(s.row.kind == "open" for s in table.seats):
-                raise TableError(409, "not startable: every seat must be taken first")
+                raise TableError(409, "table.not_ready", "not startable: every seat must be taken first")
             table.row.status = "playing"
             await self.store.update_status(table.id, "playing")
             for seat in table.seats:
@@ -225,7 +234,7 @@ class Manager:
             return table.to_dict()
         rows = await self.store.load_tables(table_id=table_id)
         if not rows:
-            raise TableError(404, f"no table {table_id!r}")
+            raise TableError(404, "table.not_found", f"no table {table_id!r}", {"table": table_id})
         return _table_from_row(rows[0])
 
     async def list_tables(self, status: str) -> list[dict[str, Any]]:
@@ -239,9 +248,9 @@ class Manager:
         """The record of a finished table; ``TableError`` 404 if unknown, 409 while it is open or in play."""
         rows = await self.store.load_tables(table_id=table_id, with_hands=True)
         if not rows:
-            raise TableError(404, f"no table {table_id!r}")
+            raise TableError(404, "table.not_found", f"no table {table_id!r}", {"table": table_id})
         if rows[0].status != "finished":
-            raise TableError(409, "the game is not finished: its record is published at the end")
+            raise TableError(409, "table.not_finished", "the game is not finished: its record is published at the end")
         return record_of(rows[0])
 
     async def replay(self, table_id: str) -> dict[str, Any]:

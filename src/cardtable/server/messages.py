@@ -25,7 +25,16 @@ HELLO_TIMEOUT_S = 10.0
 
 
 class MessageError(ValueError):
-    """A client message that is malformed, oversized or too frequent; ``str()`` is the reason sent back."""
+    """A client message that is malformed, oversized or too frequent; ``str()`` is the reason sent back.
+
+    ``code`` (``message.too_large``, ``message.malformed``, ``message.not_json``) and ``params`` name it
+    (:data:`cardtable.refusals.CODES`).
+    """
+
+    def __init__(self, reason: str, code: str = "message.malformed", params: dict[str, Any] | None = None) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.params: dict[str, Any] = params or {}
 
 
 class Hello(msgspec.Struct, tag_field="type", tag="hello", forbid_unknown_fields=True):
@@ -64,15 +73,17 @@ def decode(data: str | bytes) -> ClientMessage:
     """Decode one client message; :class:`MessageError` says what was wrong (size, JSON, type or field)."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     if len(raw) > MAX_MESSAGE_BYTES:
-        raise MessageError(f"message too large: {len(raw)} bytes (at most {MAX_MESSAGE_BYTES})")
+        raise MessageError(f"message too large: {len(raw)} bytes (at most {MAX_MESSAGE_BYTES})",
+                           code="message.too_large", params={"size": len(raw), "limit": MAX_MESSAGE_BYTES})
     try:
         message: ClientMessage = _decoder.decode(raw)
     except msgspec.ValidationError as error:
-        raise MessageError(f"bad message: {error}") from None
+        raise MessageError(f"bad message: {error}", code="message.malformed", params={"detail": str(error)}) from None
     except msgspec.DecodeError as error:
-        raise MessageError(f"not a JSON message: {error}") from None
+        raise MessageError(f"not a JSON message: {error}", code="message.not_json", params={"detail": str(error)}) from None
     if isinstance(message, ActionMessage) and not isinstance(message.action.get("type"), str):
-        raise MessageError("bad message: action.type must be a string")
+        raise MessageError("bad message: action.type must be a string", code="message.malformed",
+                           params={"detail": "action.type must be a string"})
     return message
 
 

@@ -1,4 +1,4 @@
-"""Persistence through SQLAlchemy's async engine: SQLite by default, PostgreSQL by URL (``shared/design.md``).
+"""Persistence through SQLAlchemy's async engine: SQLite by default, PostgreSQL by URL (``docs/architecture.md``).
 
 Every write goes through one writer task that batches whatever is waiting into a single transaction (group
 commit), so a burst of actions from many tables costs one commit. :meth:`Store.write` returns once the

@@ -1,10 +1,10 @@
-"""The table owner (``shared/design.md``, "The server"): one asyncio task per table applies actions one at a time.
+"""The table owner (``docs/architecture.md``, "The table server"): one asyncio task per table applies actions one at a time.
 
 Everything that changes a table goes through its queue: actions from connections, from bots and from the clock
 (:class:`Play`), and lobby operations (:class:`Call`). Actions waiting together are applied in arrival order and
 persisted in one write (group commit) before they are acknowledged and their updates go out. After every change
 the owner re-reads the hand's clock (``state.clock_action()``: Nerts' in-flight ``end_hand`` and the stall guard's
-``rotate``, ``shared/rules/nerts.md``), wakes the bots, and starts the next hand after a pause until the match ends.
+``rotate``, ``docs/rules/nerts.md``), wakes the bots, and starts the next hand after a pause until the match ends.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from cardtable.engine import Action, Event, HandState, Match
+from cardtable.engine import Action, Event, HandState, IllegalAction, Match
 from cardtable.games import GameInfo
 from cardtable.server import messages
 from cardtable.server.fairness import FairGate
@@ -39,6 +39,16 @@ MAX_OUTBOX = 2000
 def now_iso() -> str:
     """The current UTC time as ``2026-11-22T21:00:00Z``."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _refusal(reason: str, code: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The refusal fields of a ``reject`` or ``error`` message: ``reason`` (English), ``code``, ``params``."""
+    return {"reason": reason, "code": code, "params": params or {}}
+
+
+def refusal_message(kind: str, reason: str, code: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An ``error`` (``kind="error"``) message: ``{"type": kind, "reason", "code", "params"}``."""
+    return {"type": kind, **_refusal(reason, code, params)}
 
 
 def hand_seed(seed: int, hand: int) -> int:
@@ -125,11 +135,20 @@ class Settings:
 
 
 class TableError(ValueError):
-    """A lobby request the table refuses; ``status`` is the HTTP status (403, 409, 422)."""
+    """A lobby request the table refuses; ``status`` is the HTTP status (403, 404, 409, 422).
 
-    def __init__(self, status: int, reason: str) -> None:
+    ``code`` and ``params`` name the refusal (:data:`cardtable.refusals.CODES`); ``str()`` is the English reason.
+    """
+
+    def __init__(self, status: int, code: str, reason: str, params: dict[str, Any] | None = None) -> None:
         super().__init__(reason)
         self.status = status
+        self.code = code
+        self.params: dict[str, Any] = params or {}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The HTTP answer's body: ``{"detail": reason, "code": code, "params": {...}}``."""
+        return {"detail": str(self), "code": self.code, "params": self.params}
 
 
 class Table:
@@ -277,7 +296,7 @@ class Table:
     def _break(self, reason: str) -> None:
         self.broken = reason
         for peer in self.all_peers():
-            peer.send_message({"type": "error", "reason": reason})
+            peer.send_message({"type": "error", **_refusal(reason, "table.broken", {"detail": reason})})
             peer.close()
 
     # -- applying actions ---------------------------------------------------------------------------------
@@ -292,12 +311,15 @@ class Table:
         # commit, once its ack is out (the state cannot change while the owner waits for the commit).
         accepted: list[tuple[Play, int, list[Event]]] = []
         texts: dict[int, dict[int | None, str]] = {}
-        rejected: list[tuple[Play, str]] = []
+        rejected: list[tuple[Play, dict[str, Any]]] = []
         hand = self.hand_index
         for play in batch:
             state = self.state
             if self.status != "playing" or state is None:
-                rejected.append((play, "the game has not started" if self.status == "open" else "the game is over"))
+                if self.status == "open":
+                    rejected.append((play, _refusal("the game has not started", "table.not_started")))
+                else:
+                    rejected.append((play, _refusal("the game is over", "table.over")))
                 continue
             if play.due is not None:
                 clock = state.clock_action()
@@ -314,8 +336,11 @@ class Table:
                 texts[accepted[-1][1]] = self._updates(state, accepted[-1][2], accepted[-1][1])
             try:
                 events = state.apply(play.seat, play.action, ms)
+            except IllegalAction as error:
+                rejected.append((play, _refusal(str(error), error.code, error.params)))
+                continue
             except ValueError as error:
-                rejected.append((play, str(error) or "that action is not allowed now"))
+                rejected.append((play, _refusal(str(error) or "that action is not allowed now", "action.illegal")))
                 continue
             self.last_ms = ms
             rows.append((self.n_actions, play.seat, ms, dict(play.action)))
@@ -324,11 +349,11 @@ class Table:
             accepted.append((play, self.version, events))
         if rows:
             await self.store.insert_actions(self.id, hand, rows)
-        for play, reason in rejected:
+        for play, refusal in rejected:
             if play.peer is not None:
-                play.peer.send_message({"type": "reject", "seq": play.seq, "reason": reason})
+                play.peer.send_message({"type": "reject", "seq": play.seq, **refusal})
             if play.future is not None and not play.future.done():
-                play.future.set_result((False, reason))
+                play.future.set_result((False, refusal["reason"]))
         for play, version, events in accepted:
             if play.peer is not None:
                 play.peer.send_message({"type": "ack", "seq": play.seq, "v": version})

@@ -16,7 +16,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from cardtable.server import messages
 from cardtable.server.manager import Manager
-from cardtable.server.table import Peer, Play, Table, TableError
+from cardtable.server.table import Peer, Play, Table, TableError, refusal_message
 
 
 async def _writer(websocket: WebSocket, peer: Peer) -> None:
@@ -35,8 +35,11 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
     manager: Manager = websocket.app.state.manager
     table = manager.tables.get(table_id)
     if table is None or table.broken:
-        reason = f"no table {table_id!r}" if table is None else table.broken
-        await websocket.send_text(messages.encode({"type": "error", "reason": reason}))
+        if table is None:
+            error = refusal_message("error", f"no table {table_id!r}", "table.not_found", {"table": table_id})
+        else:
+            error = refusal_message("error", table.broken or "", "table.broken", {"detail": table.broken or ""})
+        await websocket.send_text(messages.encode(error))
         await websocket.close(code=4404)
         return
     peer = Peer()
@@ -52,7 +55,9 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
                 try:
                     received = await asyncio.wait_for(websocket.receive(), max(0.0, deadline - time.monotonic()))
                 except TimeoutError:
-                    peer.send_message({"type": "error", "reason": "no hello within 10 s: closing"})
+                    peer.send_message(refusal_message(
+                        "error", f"no hello within {messages.HELLO_TIMEOUT_S:g} s: closing", "hello.timeout",
+                        {"seconds": messages.HELLO_TIMEOUT_S}))
                     peer.close()
                     break
             if received["type"] == "websocket.disconnect":
@@ -61,12 +66,14 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
             if data is None:
                 data = received.get("bytes") or b""
             if not limiter.allow():
-                peer.send_message({"type": "error", "reason": "too many messages: at most 30 a second"})
+                peer.send_message(refusal_message(
+                    "error", f"too many messages: at most {messages.RATE_PER_SECOND:g} a second",
+                    "message.rate_limited", {"rate": messages.RATE_PER_SECOND}))
                 continue
             try:
                 message = messages.decode(data)
             except messages.MessageError as error:
-                peer.send_message({"type": "error", "reason": str(error)})
+                peer.send_message(refusal_message("error", str(error), error.code, error.params))
                 continue
             if isinstance(message, messages.Ping):
                 peer.send_message({"type": "pong", "t": message.t, "server_ms": time.time() * 1000.0})
@@ -74,22 +81,24 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
                     table.gate.observe(peer, message.rtt)  # the delay estimate ("Fairness")
             elif isinstance(message, messages.Hello):
                 if identified:
-                    peer.send_message({"type": "error", "reason": "hello was already said on this connection"})
+                    peer.send_message(refusal_message(
+                        "error", "hello was already said on this connection", "hello.repeated"))
                     continue
                 try:
                     await manager.hello(table, peer, message.token)
                 except TableError as error:
-                    peer.send_message({"type": "error", "reason": str(error)})
+                    code = "hello.bad_token" if error.code == "token.bad" else error.code
+                    peer.send_message(refusal_message("error", str(error), code, error.params))
                     continue
                 identified = True
             elif not identified:
-                peer.send_message({"type": "error", "reason": "say hello first"})
+                peer.send_message(refusal_message("error", "say hello first", "hello.missing"))
             elif isinstance(message, messages.Resync):
                 table.submit_call(_snapshot(table, peer))
             elif isinstance(message, messages.ActionMessage):
                 if peer.seat is None:
-                    peer.send_message({"type": "reject", "seq": message.seq,
-                                       "reason": "a spectator cannot act: join a seat first"})
+                    peer.send_message({**refusal_message(
+                        "reject", "a spectator cannot act: join a seat first", "action.spectator"), "seq": message.seq})
                     continue
                 table.submit_play(Play(peer.seat, message.action, peer=peer, seq=message.seq))
     except WebSocketDisconnect:

@@ -1,4 +1,4 @@
-// How to play: the rules pages (shared/rules/*.md, docs/rules/enemy-anemone.md) in the reader's language.
+// How to play: the rules pages (docs/rules/*.md) in the reader's language.
 // Each section is howto.GAME.N.title and howto.GAME.N.body in the catalogues; a body line starting "- "
 // is a bullet, other lines are paragraphs.
 import { h, fill } from './util.js';
