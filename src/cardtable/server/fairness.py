@@ -124,7 +124,9 @@ class FairGate:
         for play in self.orderer.reset(0):
             reason = "the hand is over"
             if play.peer is not None:
-                play.peer.send_message({"type": "reject", "seq": play.seq, "reason": reason})
+                play.peer.send_message(
+                    {"type": "reject", "seq": play.seq, "reason": reason, "code": "hand.over", "params": {}}
+                )
             if play.future is not None and not play.future.done():
                 play.future.set_result((False, reason))
 
