@@ -148,3 +148,20 @@ async def test_a_lying_far_seat_gains_at_most_the_cap(store: Store) -> None:
     assert sum(result == "tie" for gap, result in outcomes if gap == 200) >= 18
     # sent 320 ms late it looks 190 ms late: past the cap and the tie window, it cannot win or tie
     assert all(result == "near" for gap, result in outcomes if gap == 320)
+
+
+async def test_pings_carry_round_trips_and_bad_ones_change_nothing(store: Store) -> None:
+    from cardtable.server import messages
+
+    assert messages.decode('{"type": "ping", "t": 1.5, "rtt": 84.0}') == messages.Ping(1.5, 84.0)
+    assert messages.decode('{"type": "ping", "t": 1.5}') == messages.Ping(1.5, None)
+    table, near_peer, far_peer = await setup(store, "pings", far_rtt=300.0)
+    assert table.gate is not None
+    assert table.gate.delay(far_peer) == 150 and table.gate.delay(near_peer) == 2
+    assert table.gate.orderer.horizon(0) == 150 and table.gate.orderer.horizon(1) == 2
+    for bad in (-5.0, float("nan"), float("inf")):
+        assert table.gate.observe(far_peer, bad) is False
+    assert table.gate.delay(far_peer) == 150
+    table.detach(far_peer)  # the far connection closes: its seat counts as near again
+    assert table.gate.orderer.horizon(0) == 0
+    await table.stop()
