@@ -141,6 +141,7 @@ def play_timed_hand(
     stall_rotates = 0
     progress = state.last_progress_ms
     actions = refused = 0
+    table_actions = 0
     attempts: dict[tuple[int, int], list[tuple[int, int, str]]] = {}  # place -> (seat, sent, outcome)
     filled: set[tuple[int, int]] = set()
     while not state.is_over:
@@ -180,6 +181,7 @@ def play_timed_hand(
                     if stall_rotates > max_stall_rotates:
                         table_action = {"type": "end_hand", "reason": "stalled"}
                 _apply(state, None, table_action, ms, log)
+                table_actions += 1
                 continue
             seat = play.seat
             look[seat] = now
@@ -199,6 +201,7 @@ def play_timed_hand(
             break
         if actions >= max_actions:
             _apply(state, None, {"type": "end_hand", "reason": "stalled"}, max(now, orderer.last_ms), log)
+            table_actions += 1
             break
         for seat in range(players):
             if look[seat] != now:
@@ -237,6 +240,7 @@ def play_timed_hand(
         races=tally,
         earlier_won=[decided, earlier],
         actions=actions,
+        applied=actions + table_actions,
         refused=refused,
     )
     return result
@@ -291,19 +295,22 @@ def mean_interval(values: Sequence[float], z: float = 1.96) -> tuple[float, floa
     return mean, mean - half, mean + half
 
 
-Item = tuple[int, int, bool, tuple[str, ...], dict[str, Any], tuple[int, ...], int]
+Item = tuple[int, int, bool, tuple[str, ...], dict[str, Any], tuple[int, ...], int, bool]
 
 
 def play_item(item: tuple[Any, ...]) -> dict[str, Any]:
     """One simulation unit, picklable for a process pool: a hand, or a whole match when ``match_mode``.
 
-    ``item`` is ``(players, seed, match_mode, bot_specs, options[, delays, cap_ms])``: one spec (and one delay in
-    ms) per seat. Returns ``{"record": record dict, "scores": [per hand per seat], "ended": [per hand],
-    "actions": [per hand], "hands": [per hand: HandResult.extra], "winners": [...] or None, "seconds": float}``.
+    ``item`` is ``(players, seed, match_mode, bot_specs, options[, delays, cap_ms, keep_record])``: one spec (and
+    one delay in ms) per seat. Returns ``{"record": record dict (``None`` unless ``keep_record``, default true),
+    "specs": [per seat], "scores": [per hand per seat], "ended": [per hand], "actions": [per hand: applied actions,
+    the table's included], "hands": [per hand: HandResult.extra], "winners": [...] or None, "delays": [per seat],
+    "seconds": float, "cpu_seconds": float}``.
     """
     players, seed, match_mode, specs, extra = item[:5]
     delays: tuple[int, ...] = item[5] if len(item) > 5 else (0,) * players
     cap_ms: int = item[6] if len(item) > 6 else DEFAULT_CAP_MS
+    keep: bool = item[7] if len(item) > 7 else True
     options = NertsOptions.from_dict({**extra, "players": players})
     match = NertsMatch(options)
     infos = [get_bot("nerts", spec) for spec in specs]
@@ -325,19 +332,20 @@ def play_item(item: tuple[Any, ...]) -> dict[str, Any]:
             match,
             bots,
             rng.randrange(2**31),
-            record,
+            record if keep else None,
             reactions=[i.reaction_ms for i in infos],
             delays=delays,
             cap_ms=cap_ms,
         )
         scores.append(result.scores)
         endings.append(result.ended)
-        counts.append(len(record.hands[-1].actions))
+        counts.append(result.extra["applied"])
         details.append(result.extra)
         if match.is_over:
             break
     return {
-        "record": record.to_dict(),
+        "record": record.to_dict() if keep else None,
+        "specs": list(specs),
         "scores": scores,
         "ended": endings,
         "actions": counts,
@@ -411,6 +419,7 @@ def items_for(
     delays: Sequence[int] | None = None,
     cap_ms: int = DEFAULT_CAP_MS,
     rotate: bool = True,
+    keep_record: bool = True,
 ) -> list[Item]:
     """The items of a run: ``specs`` (and ``delays``, which travel with their bot) cycled over the seats.
 
@@ -434,6 +443,7 @@ def items_for(
                 extra,
                 tuple(seat_delays[(s - turn) % players] for s in range(players)),
                 cap_ms,
+                keep_record,
             )
         )
     return items
@@ -473,7 +483,7 @@ def run(
         raise ValueError(f"cap_ms must be 0 or more, not {cap_ms}")
     extra = dict(options or {})
     NertsOptions.from_dict({**extra, "players": players})
-    items = items_for(players, hands, seed, specs, match_mode, extra, delays, cap_ms, rotate)
+    items = items_for(players, hands, seed, specs, match_mode, extra, delays, cap_ms, rotate, out is not None)
     started = time.perf_counter()
     totals = [0] * players
     endings: Counter[str] = Counter()
@@ -495,8 +505,7 @@ def run(
             action_count += sum(result["actions"])
             for w in result["winners"] or []:
                 wins[w] += 1
-            seats = [s.get("bot") or "" for s in result["record"]["seats"]]
-            for seat, spec in enumerate(seats):
+            for seat, spec in enumerate(result["specs"]):
                 lag = result["delays"][seat]
                 name = f"{spec} +{lag} ms" if lag else spec
                 tallies.setdefault(name, BotTally(name)).add(result, seat)
