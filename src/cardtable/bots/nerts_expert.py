@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cardtable.bots import BotInfo, bot_infos, register
-from cardtable.bots.nerts import WantedCards, _fits_on, _rank
+from cardtable.bots.nerts import _NEXT, WantedCards, _fits_on, _rank
 from cardtable.engine import Action, View
 
 __all__ = ["ExpertBot", "StockMemory"]
@@ -385,13 +385,12 @@ class ExpertBot:
         return action
 
 
-def _prev(code: str) -> str | None:
-    rank = _rank(code)
-    if rank <= 1:
-        return None
-    from cardtable.cards import RANK_CODES
+_PREV = {nxt: card for card, nxt in _NEXT.items()}
 
-    return RANK_CODES[rank - 2] + code[-1]
+
+def _prev(code: str) -> str | None:
+    """The card one rank lower in the same suit (``"4S"`` for ``"5S"``); ``None`` for an ace or a joker."""
+    return _PREV.get(code)
 
 
 def _source_card(layout: Mapping[str, Any], src: str) -> str:
