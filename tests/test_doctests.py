@@ -19,6 +19,8 @@ MODULES = [
     "cardtable.sim.nerts",
     "cardtable.games.anemone",
     "cardtable.bots.anemone",
+    "cardtable.engine",
+    "cardtable.refusals",
 ]
 
 

@@ -130,7 +130,7 @@ def test_leave_before_start_opens_the_seat(client: TestClient) -> None:
 
 
 def test_leave_after_start_a_bot_plays_to_the_end(client: TestClient) -> None:
-    made = create(client, seats=[{"kind": "open"}, {"kind": "bot", "bot": "random"}])
+    made = create(client, seats=[{"kind": "open"}, {"kind": "bot", "bot": "random"}], autostart=False)
     tid = made["table"]["id"]
     assert client.post(f"/api/tables/{tid}/start", json={"token": made["token"]}).status_code == 200
     assert client.post(f"/api/tables/{tid}/join", json={"name": "late"}).status_code == 409

@@ -254,7 +254,7 @@ def test_two_seat_anemone_draws_stay_hidden(client: TestClient) -> None:
 
 def test_one_person_and_three_bots_play_a_nerts_hand(client: TestClient) -> None:
     seats = [{"kind": "open"}] + [{"kind": "bot", "bot": "greedy:hard"}] * 3
-    made = create(client, "nerts", {"players": 4, "nerts_pile_size": 5}, seats)
+    made = create(client, "nerts", {"players": 4, "nerts_pile_size": 5}, seats, autostart=False)
     tid = made["table"]["id"]
     person = Player(client, tid, made["token"], nerts_policy, hand_over, pace=0.04)
     person.start()
@@ -274,7 +274,8 @@ def test_one_person_and_three_bots_play_a_nerts_hand(client: TestClient) -> None
 
 
 def test_reconnect_gets_the_snapshot_it_lost(client: TestClient) -> None:
-    made = create(client, "anemone", {"players": 2, "rounds": 1}, [{"kind": "open"}, {"kind": "bot", "bot": "random"}])
+    made = create(client, "anemone", {"players": 2, "rounds": 1}, [{"kind": "open"}, {"kind": "bot", "bot": "random"}],
+                  autostart=False)
     tid, token = made["table"]["id"], made["token"]
     with client.websocket_connect(f"/ws/tables/{tid}") as ws:
         ws.send_json({"type": "hello", "token": token})
@@ -422,7 +423,7 @@ def test_unknown_table_socket_says_so(client: TestClient) -> None:
 
 def test_a_searching_bot_plays_from_the_process_pool(client: TestClient) -> None:
     made = create(client, "anemone", {"players": 2, "rounds": 1},
-                  [{"kind": "open"}, {"kind": "bot", "bot": "ismcts:easy"}])
+                  [{"kind": "open"}, {"kind": "bot", "bot": "ismcts:easy"}], autostart=False)
     tid = made["table"]["id"]
     person = Player(client, tid, made["token"], first_legal, finished)
     person.start()
@@ -433,3 +434,33 @@ def test_a_searching_bot_plays_from_the_process_pool(client: TestClient) -> None
     record = client.get(f"/api/tables/{tid}/record").json()
     assert record["seats"][1]["bot"] == "ismcts:easy"
     assert sum(1 for a in record["hands"][0]["actions"] if a["seat"] == 1) >= 5
+
+
+def test_nerts_rejects_carry_a_code_and_piles_as_a_player_counts_them(client: TestClient) -> None:
+    made = create(client, "nerts", {"players": 2}, [{"kind": "open"}, {"kind": "open"}])
+    tid = made["table"]["id"]
+    token_b = join(client, tid, "bo")
+    assert client.post(f"/api/tables/{tid}/start", json={"token": token_b}).status_code == 200
+    with client.websocket_connect(f"/ws/tables/{tid}") as ws:
+        ws.send_json({"type": "hello", "token": made["token"]})
+        assert ws.receive_json()["type"] == "welcome"
+        snapshot = ws.receive_json()
+        assert snapshot["type"] == "snapshot"
+        work = snapshot["view"]["layouts"][0]["work"]
+        ws.send_json({"type": "action", "seq": 1, "action": {"type": "move", "from": "work:9", "to": "work:0"}})
+        reject = ws.receive_json()
+        assert reject["type"] == "reject" and reject["seq"] == 1 and "work:9" in reject["reason"]
+        assert reject["code"] == "nerts.no_work_pile"
+        assert reject["params"] == {"pile": {"kind": "work", "number": 10}, "count": 4}
+        ws.send_json({"type": "action", "seq": 2, "action": {"type": "move", "from": "work:0", "to": "foundation:3"}})
+        reject = ws.receive_json()
+        assert reject["code"] == "nerts.no_foundation" and reject["params"] == {} and "foundation:3" in reject["reason"]
+        # a move between two work piles that does not fit names both cards
+        fits = [(a["from"], a["to"]) for a in snapshot["legal"] if a["type"] == "move"]
+        bad = next((i, j) for i in range(4) for j in range(4) if i != j and (f"work:{i}", f"work:{j}") not in fits)
+        ws.send_json({"type": "action", "seq": 3, "action": {"type": "move", "from": f"work:{bad[0]}",
+                                                            "to": f"work:{bad[1]}"}})
+        reject = ws.receive_json()
+        assert reject["code"] == "nerts.work_pile_order"
+        assert reject["params"] == {"card": work[bad[0]][-1], "onto_card": work[bad[1]][-1],
+                                    "pile": {"kind": "work", "number": bad[1] + 1}}

@@ -33,12 +33,15 @@ STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
 
 def settings_from_env(**overrides: float) -> Settings:
     """:class:`Settings` from ``CARDTABLE_GRACE_SECONDS`` (default 60), ``CARDTABLE_HAND_PAUSE`` (seconds between
-    hands, 4), ``CARDTABLE_BOT_PACE`` (bot delay multiplier, 1.0) and ``CARDTABLE_ANEMONE_BOT_DELAY_MS`` (700);
+    hands, 4), ``CARDTABLE_BOT_PACE`` (bot delay multiplier, 1.0), ``CARDTABLE_ANEMONE_BOT_DELAY_MS`` (700),
+    ``CARDTABLE_PLAY_NOW_START`` (seconds a Play now table waits before it starts, 5) and ``CARDTABLE_SOLO_START``
+    (seconds a table of one person and bots waits for its creator's connection, 3);
     keyword ``overrides`` win. ``ValueError`` for a value that is not a number."""
     settings = Settings()
     env = {
         "default_grace_s": "CARDTABLE_GRACE_SECONDS", "hand_pause_s": "CARDTABLE_HAND_PAUSE",
         "bot_pace": "CARDTABLE_BOT_PACE", "anemone_bot_delay_ms": "CARDTABLE_ANEMONE_BOT_DELAY_MS",
+        "play_now_start_s": "CARDTABLE_PLAY_NOW_START", "solo_start_s": "CARDTABLE_SOLO_START",
     }
     for attr, var in env.items():
         if var in os.environ:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cardtable import bots
 from cardtable.games import game_names, get_game
-from cardtable.server.manager import Manager
+from cardtable.server.manager import PLAY_NOW_BOTS, Manager
 
 router = APIRouter(prefix="/api")
 
@@ -29,7 +29,8 @@ class SeatSpec(BaseModel):
 
 class CreateTable(BaseModel):
     """``POST /api/tables`` body. ``grace_seconds``: how long a disconnected person keeps their seat before a bot
-    plays it (default: the server's, 60 s)."""
+    plays it (default: the server's, 60 s). ``autostart`` (default true): a table whose other seats are all bots
+    starts by itself, without a Start click."""
 
     model_config = ConfigDict(extra="forbid")
     game: str = Field(max_length=40)
@@ -38,6 +39,15 @@ class CreateTable(BaseModel):
     name: str = Field(default="player", min_length=1, max_length=40)
     seed: int | None = Field(default=None, ge=0, lt=2**62)
     grace_seconds: float | None = Field(default=None, ge=0, le=86400)
+    autostart: bool = True
+
+
+class PlayNow(BaseModel):
+    """``POST /api/play`` body: the game and the player's name."""
+
+    model_config = ConfigDict(extra="forbid")
+    game: str = Field(max_length=40)
+    name: str = Field(default="player", min_length=1, max_length=40)
 
 
 class JoinTable(BaseModel):
@@ -64,17 +74,43 @@ def _seated(table_id: str, table: dict[str, Any], seat: int, token: str) -> dict
     return {"table": table, "seat": seat, "token": token, "invite": f"/?table={table_id}"}
 
 
+BOT_LEVELS = {
+    "random": "random", "heuristic": "simple", "greedy": "instant",
+    "easy": "beginner", "medium": "intermediate", "hard": "strong",
+}
+"""A bot's level as a stable word the client translates: by its spec's level (``greedy:easy`` is ``beginner``)
+or, for a bot without levels, by its name."""
+
+
+def bot_level(spec: str) -> str:
+    """The level word of bot ``spec``: ``random``, ``simple``, ``beginner``, ``intermediate``, ``strong`` or
+    ``instant`` (full skill with no human pace, for simulations)."""
+    name, _, level = spec.partition(":")
+    return BOT_LEVELS.get(level or name, "intermediate")
+
+
 @router.get("/games")
 async def list_games() -> list[dict[str, Any]]:
-    """Every game with its option specs and its bots."""
+    """Every game with its option specs, its bots (``spec``, ``description``, ``level``) and the bot Play now
+    seats (``play_now_bot``)."""
     out = []
     for name in game_names():
         info = get_game(name)
         out.append({
             "game": info.name, "title": info.title, "options": [spec.to_dict() for spec in info.option_specs],
-            "bots": [{"spec": b.spec, "description": b.description} for b in bots.bot_infos(name)],
+            "bots": [{"spec": b.spec, "description": b.description, "level": bot_level(b.spec)}
+                     for b in bots.bot_infos(name)],
+            "play_now_bot": PLAY_NOW_BOTS.get(name),
         })
     return out
+
+
+@router.post("/play")
+async def play_now(body: PlayNow, request: Request) -> dict[str, Any]:
+    """Play now: a seat at the oldest waiting table of the game with a free seat, else a new 4-seat table against
+    three medium bots that starts by itself after a short wait (``TABLE.starts_at``)."""
+    table, seat, token = await _manager(request).play_now(body.game, body.name)
+    return _seated(table.id, table.to_dict(), seat, token)
 
 
 @router.post("/tables", status_code=201)
@@ -82,7 +118,7 @@ async def create_table(body: CreateTable, request: Request) -> dict[str, Any]:
     """Open a new table; the creator takes the first open seat and gets its token."""
     seats = None if body.seats is None else [s.model_dump() for s in body.seats]
     table, seat, token = await _manager(request).create(
-        body.game, body.options, seats, body.name, body.seed, body.grace_seconds
+        body.game, body.options, seats, body.name, body.seed, body.grace_seconds, body.autostart
     )
     return _seated(table.id, table.to_dict(), seat, token)
 

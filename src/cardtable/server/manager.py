@@ -6,8 +6,10 @@ on that table's owner (:meth:`Table.submit_call`), so lobby operations and actio
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
+import time
 from typing import Any
 
 from cardtable import bots, records
@@ -15,10 +17,16 @@ from cardtable.engine import HandState
 from cardtable.games import get_game
 from cardtable.replay import fold
 from cardtable.server.store import SeatRow, Store, TableRow
-from cardtable.server.table import Peer, Settings, Table, TableError, now_iso
+from cardtable.server.table import STANDIN_BOTS, Peer, Settings, Table, TableError, now_iso
 from cardtable.server.tokens import hash_token, new_table_id, new_token, token_matches
 
 log = logging.getLogger("cardtable.server.manager")
+
+PLAY_NOW_BOTS = {"nerts": "greedy:medium", "anemone": "ismcts:medium"}
+"""The bots a Play now table seats beside its first person, by game (a medium level)."""
+
+PLAY_NOW_SEATS = 4
+"""Seats at a table made by Play now."""
 
 
 def _table_from_row(row: TableRow) -> dict[str, Any]:
@@ -64,6 +72,7 @@ class Manager:
         self.store = store
         self.settings = settings
         self.tables: dict[str, Table] = {}
+        self._play_now_lock = asyncio.Lock()
 
     @classmethod
     async def open(cls, store: Store, settings: Settings) -> Manager:
@@ -78,11 +87,14 @@ class Manager:
                 continue
             manager.tables[row.id] = table
             table.start_owner()
+            if table.status == "open" and manager.only_bots_besides_one_person(table):
+                manager.arm_autostart(table, settings.solo_start_s, on_hello=True)
         return manager
 
     async def close(self) -> None:
         """Stop every table's owner (their records are already stored)."""
         for table in self.tables.values():
+            self._disarm_autostart(table)
             for peer in table.all_peers():
                 peer.close()
             await table.stop()
@@ -90,9 +102,11 @@ class Manager:
     # -- lobby ---------------------------------------------------------------------------------------
 
     async def create(self, game: str, options: dict[str, Any], seats: list[dict[str, Any]] | None, name: str,
-                     seed: int | None, grace_seconds: float | None) -> tuple[Table, int, str]:
+                     seed: int | None, grace_seconds: float | None, autostart: bool = True) -> tuple[Table, int, str]:
         """A new open table; the creator takes the first open seat. Returns the table, that seat and its token.
 
+        With ``autostart`` and every other seat a bot, the table starts by itself: when the creator's first
+        connection says ``hello``, or after ``Settings.solo_start_s`` without one (no Start click).
         ``TableError`` (422) for an unknown game, bad options (the engine's message), bad seats or bot specs.
         """
         try:
@@ -137,7 +151,91 @@ class Manager:
         table = Table(row, info, self.store, self.settings)
         self.tables[row.id] = table
         table.start_owner()
+        if autostart and self.only_bots_besides_one_person(table):
+            self.arm_autostart(table, self.settings.solo_start_s, on_hello=True)
         return table, first_open.seat, token
+
+    async def play_now(self, game: str, name: str) -> tuple[Table, int, str]:
+        """Seat ``name`` at once: at the oldest waiting table of ``game`` with a free seat (an open seat, or a bot
+        seat a person may take), or else at a new 4-seat table against three medium bots (:data:`PLAY_NOW_BOTS`)
+        that others may still join and that starts by itself after ``Settings.play_now_start_s``.
+
+        Calls are serialised, so two people pressing Play now together share one table. Returns the table, the
+        seat and its token; ``TableError`` 422 (``game.unknown``) for an unknown game.
+        """
+        if game not in PLAY_NOW_BOTS:
+            raise TableError(422, "game.unknown", f"unknown game {game!r} (known: {', '.join(PLAY_NOW_BOTS)})",
+                             {"game": game})
+        async with self._play_now_lock:
+            for table in list(self.tables.values()):
+                if table.game != game or table.status != "open" or table.broken:
+                    continue
+                if not any(s.row.kind == "open" or (s.row.kind == "bot" and s.replaceable) for s in table.seats):
+                    continue
+                try:
+                    return await self.join(table.id, name, None)
+                except TableError:
+                    continue  # it filled or started meanwhile: look further
+            bot = PLAY_NOW_BOTS[game]
+            seats = [{"kind": "open"}] + [{"kind": "bot", "bot": bot}] * (PLAY_NOW_SEATS - 1)
+            table, seat, token = await self.create(game, {"players": PLAY_NOW_SEATS}, seats, name, None, None,
+                                                   autostart=False)
+
+            async def mark() -> None:
+                table.play_now = True
+                for other in table.seats:
+                    if other.row.kind == "bot":
+                        other.replaceable = True
+                self.arm_autostart(table, self.settings.play_now_start_s, on_hello=False)
+                table.broadcast({"type": "table", "table": table.to_dict()})
+
+            await table.submit_call(mark)
+            return table, seat, token
+
+    @staticmethod
+    def only_bots_besides_one_person(table: Table) -> bool:
+        """True when exactly one seat is a person's and every other seat is a bot."""
+        kinds = [s.row.kind for s in table.seats]
+        return kinds.count("person") == 1 and kinds.count("bot") == len(kinds) - 1
+
+    def arm_autostart(self, table: Table, delay_s: float, *, on_hello: bool) -> None:
+        """Start ``table`` by itself in ``delay_s`` seconds (``TABLE.starts_at``); with ``on_hello`` also as soon as
+        a seated person's connection says ``hello``. At that time it starts if every seat is taken and a person
+        sits; otherwise it waits for the next join."""
+        self._disarm_autostart(table)
+        table.start_on_hello = on_hello
+        table.starts_at = time.time() + delay_s
+        loop = asyncio.get_running_loop()
+        table.autostart = loop.call_later(delay_s, lambda: table.submit_call(lambda: self._autostart(table)))
+
+    @staticmethod
+    def _disarm_autostart(table: Table) -> None:
+        if table.autostart is not None:
+            table.autostart.cancel()
+        table.autostart, table.starts_at, table.start_on_hello = None, None, False
+
+    async def _autostart(self, table: Table) -> None:
+        table.autostart = None
+        if table.status != "open":
+            return
+        kinds = [s.row.kind for s in table.seats]
+        if "open" in kinds or "person" not in kinds:
+            table.starts_at = None  # somebody left: the next person to join arms it again
+            table.broadcast({"type": "table", "table": table.to_dict()})
+            return
+        await self._begin(table)
+
+    async def _begin(self, table: Table) -> None:
+        """Start ``table`` (on its owner): every seat is taken; the first hand is dealt at once."""
+        self._disarm_autostart(table)
+        for seat in table.seats:
+            seat.replaceable = False
+        table.row.status = "playing"
+        await self.store.update_status(table.id, "playing")
+        for seat in table.seats:
+            table._start_away_timer(seat)
+        table.broadcast({"type": "table", "table": table.to_dict()})
+        await table._start_hand()
 
     def live(self, table_id: str) -> Table:
         """The live table ``table_id``; ``TableError`` 404 when there is none (unknown or finished earlier)."""
@@ -147,7 +245,8 @@ class Manager:
         return table
 
     async def join(self, table_id: str, name: str, seat: int | None) -> tuple[Table, int, str]:
-        """Take ``seat`` (or the first open one); returns the table, the seat and its new token."""
+        """Take ``seat`` (or the first open one, else the first bot seat a person may take, whose bot then leaves);
+        returns the table, the seat and its new token."""
         table = self.live(table_id)
 
         async def take() -> tuple[int, str]:
@@ -158,16 +257,20 @@ class Manager:
                     raise TableError(422, "seat.no_such", f"seat: no seat {seat} (the table has {len(table.seats)})",
                                      {"seat": seat, "seats": len(table.seats)})
                 chosen = table.seats[seat]
-                if chosen.row.kind != "open":
+                if chosen.row.kind != "open" and not (chosen.row.kind == "bot" and chosen.replaceable):
                     raise TableError(409, "seat.taken", f"seat {seat} is taken", {"seat": seat})
             else:
                 free = [s for s in table.seats if s.row.kind == "open"]
+                free += [s for s in table.seats if s.row.kind == "bot" and s.replaceable]
                 if not free:
                     raise TableError(409, "table.full", "the table is full")
                 chosen = free[0]
             token = new_token()
             chosen.row.kind, chosen.row.name, chosen.row.token_hash = "person", name, hash_token(token)
+            chosen.row.bot, chosen.replaceable = None, False
             await self.store.update_seat(table.id, chosen.row)
+            if table.play_now and table.autostart is None:
+                self.arm_autostart(table, self.settings.play_now_start_s, on_hello=False)
             table.broadcast({"type": "table", "table": table.to_dict()})
             return chosen.row.seat, token
 
@@ -183,20 +286,29 @@ class Manager:
         raise TableError(403, "token.bad", "bad token: it holds no seat at this table")
 
     async def leave(self, table_id: str, token: str) -> Table:
-        """Give up the token's seat: before the start it opens again; after it a bot plays it."""
+        """Give up the token's seat. Before the start it opens again (at a Play now table its bot comes back).
+        After the start the stand-in bot plays it at once, with no grace wait; the token stays valid and the
+        stand-in leaves when the person connects again with it."""
         table = self.live(table_id)
 
         async def go() -> None:
             seat = table.seats[self.seat_of(table, token)]
+            for peer in list(seat.peers):  # their connections watch from now on
+                seat.peers.discard(peer)
+                peer.seat = None
+                table.spectators.add(peer)
+                table.send_snapshot(peer)
             if table.status == "open":
-                seat.row.kind, seat.row.name, seat.row.token_hash = "open", None, None
-                for peer in list(seat.peers):
-                    seat.peers.discard(peer)
-                    peer.seat = None
-                    table.spectators.add(peer)
+                if table.play_now:
+                    seat.row.kind, seat.row.name, seat.row.token_hash = "bot", f"bot-{seat.row.seat}", None
+                    seat.row.bot, seat.replaceable = PLAY_NOW_BOTS[table.game], True
+                else:
+                    seat.row.kind, seat.row.name, seat.row.token_hash = "open", None, None
+                if not any(s.row.kind == "person" for s in table.seats):
+                    self._disarm_autostart(table)
             elif table.status == "playing":
                 seat.row.left = True
-                seat.standin = "greedy:medium" if table.game == "nerts" else "heuristic"
+                seat.standin = STANDIN_BOTS[table.game]
                 if seat.away_timer is not None:
                     seat.away_timer.cancel()
                     seat.away_timer = None
@@ -217,12 +329,7 @@ class Manager:
                 raise TableError(409, "table.started", "the game has already started")
             if any(s.row.kind == "open" for s in table.seats):
                 raise TableError(409, "table.not_ready", "not startable: every seat must be taken first")
-            table.row.status = "playing"
-            await self.store.update_status(table.id, "playing")
-            for seat in table.seats:
-                table._start_away_timer(seat)
-            table.broadcast({"type": "table", "table": table.to_dict()})
-            await table._start_hand()
+            await self._begin(table)
 
         await table.submit_call(go)
         return table
@@ -289,6 +396,8 @@ class Manager:
                 for other in table.all_peers():
                     if other is not peer:
                         other.send_message(text)
+                if table.status == "open" and table.start_on_hello and self.only_bots_besides_one_person(table):
+                    await self._begin(table)
 
         await table.submit_call(go)
 

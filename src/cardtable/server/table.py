@@ -120,6 +120,8 @@ class SeatState:
     peers: set[Peer] = field(default_factory=set)
     standin: str | None = None
     away_timer: asyncio.TimerHandle | None = None
+    replaceable: bool = False
+    """A bot seat a joining person may take before the start (Play now tables)."""
 
 
 @dataclass(slots=True)
@@ -132,6 +134,10 @@ class Settings:
     bot_pace: float = 1.0
     anemone_bot_delay_ms: int = 700
     default_grace_s: float = 60.0
+    play_now_start_s: float = 5.0
+    """Seconds a Play now table against bots waits for other people before it starts by itself."""
+    solo_start_s: float = 3.0
+    """Seconds a table whose other seats are all bots waits for its creator's connection before it starts anyway."""
 
 
 class TableError(ValueError):
@@ -180,6 +186,14 @@ class Table:
         self._bot_tasks: dict[int, tuple[str, asyncio.Task[None]]] = {}
         self.broken: str | None = None
         self.gate: FairGate | None = FairGate(self) if info.name == "nerts" else None
+        """Orders racing Nerts plays by estimated send time (``server/fairness.py``); ``None`` for other games."""
+        self.starts_at: float | None = None
+        """When the table starts by itself (Unix time in seconds), or ``None``; see ``Manager.arm_autostart``."""
+        self.start_on_hello = False
+        """True when the creator's first connection starts the table at once (every other seat is a bot)."""
+        self.autostart: asyncio.TimerHandle | None = None
+        self.play_now = False
+        """True for a table made by Play now: its bot seats are replaceable until the start."""
 
     # -- building ---------------------------------------------------------------------------------------
 
@@ -233,6 +247,8 @@ class Table:
             self._next_hand.cancel()
         if self.gate is not None:
             self.gate.close()
+        if self.autostart is not None:
+            self.autostart.cancel()
         for seat in self.seats:
             if seat.away_timer is not None:
                 seat.away_timer.cancel()
@@ -538,14 +554,18 @@ class Table:
             if row.kind == "open":
                 seats.append({"seat": row.seat, "kind": "open"})
             elif row.kind == "bot":
-                seats.append({"seat": row.seat, "kind": "bot", "bot": row.bot, "name": row.name})
+                seats.append({"seat": row.seat, "kind": "bot", "bot": row.bot, "name": row.name,
+                              "replaceable": seat.replaceable and self.status == "open"})
             else:
                 seats.append({"seat": row.seat, "kind": "person", "name": row.name, "connected": bool(seat.peers),
                               "standin": seat.standin})
+        starts_at = self.starts_at if self.status == "open" else None
         return {
             "id": self.id, "game": self.game, "options": self.full_options, "status": self.status, "seats": seats,
             "hand": max(self.hand_index, 0), "totals": list(self.match.totals), "winners": self.match.winners()
             if self.match.is_over else None, "created": self.row.created,
+            "starts_at": None if starts_at is None else int(starts_at * 1000),
+            "starts_in_ms": None if starts_at is None else max(0, int((starts_at - time.time()) * 1000)),
         }
 
     def snapshot(self, seat: int | None) -> dict[str, Any]:
