@@ -27,9 +27,10 @@ __all__ = ["FairGate"]
 class FairGate:
     """Orders one Nerts table's racing plays by estimated send time before the owner applies them.
 
-    ``enqueue(play)`` puts a play on the owner's queue (``Table.queue.put_nowait``); ``now_ms()`` is the hand's
-    clock. Build one per table; call :meth:`observe` for every round trip a connection reports, :meth:`forget` when
-    it closes, :meth:`submit` for every play, :meth:`reset` when a hand starts.
+    ``table`` supplies the hand's clock (``now_ms()``), its state and the owner's queue, where released plays go
+    with their stamp in ``Play.ms``. The table builds one for a Nerts table and calls :meth:`submit` for every play,
+    :meth:`reset` when a hand starts and :meth:`forget` when a connection closes; the WebSocket calls
+    :meth:`observe` for every round trip a ping reports. ``cap_ms`` bounds the compensation (and the hold-back).
     """
 
     def __init__(self, table: Table, cap_ms: int = DEFAULT_CAP_MS) -> None:
