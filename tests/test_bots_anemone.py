@@ -15,7 +15,7 @@ from rich.console import Console
 
 from cardtable import records
 from cardtable.bots import bot_infos, get_bot, make_bot
-from cardtable.bots.ismcts import Budget, Determinizer, IsmctsBot, search
+from cardtable.bots.ismcts import Budget, Determinizer, IsmctsBot, Move, playout, search
 from cardtable.games.anemone import (
     CODE,
     SUIT_OF,
@@ -191,3 +191,27 @@ def test_wilson_interval() -> None:
     low, high = sim.wilson(40, 100)
     assert 0.30 < low < 0.31 and 0.49 < high < 0.50
     assert sim.wilson(0, 0) == (0.0, 1.0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(players=st.integers(2, 6), seed=st.integers(0, 10_000), steps=st.integers(0, 30))
+def test_fast_playout_follows_the_engine(players: int, seed: int, steps: int) -> None:
+    """The search's playout makes only moves the engine allows and ends where the engine ends."""
+    start = position(players, seed, steps)
+    fast = start.copy()
+    trace: list[Move] = []
+    playout(fast, random.Random(seed), anemone_chance=0.5, trace=trace)
+    engine = start.copy()
+    for is_play, card, faces in trace:
+        seat = engine.to_act()[0]
+        action: dict[str, Any] = (
+            {"type": "play", "card": CODE[card], "anemones": list(faces)}
+            if is_play
+            else {"type": "discard", "card": CODE[card]}
+        )
+        assert action in engine.legal_actions(seat)
+        engine.apply(seat, action)
+    assert engine.is_over and fast.over
+    assert engine.points == fast.points
+    assert [sorted(f) for f in engine.anem] == [sorted(f) for f in fast.anem]
+    assert engine.supply == fast.supply

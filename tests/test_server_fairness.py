@@ -20,8 +20,9 @@ import pytest
 from cardtable.games import GameInfo, get_game
 from cardtable.games.nerts import NertsMatch, layout_pack
 from cardtable.server.fairness import FairGate
+from cardtable.server.play import Peer, Play
 from cardtable.server.store import SeatRow, Store, TableRow
-from cardtable.server.table import Peer, Play, Settings, Table
+from cardtable.server.table import Settings, Table
 
 MOVE = {"type": "move", "from": "nerts", "to": "foundation:0"}
 SCALE = 2

@@ -58,7 +58,7 @@ def test_create_join_start_and_table_shape(client: TestClient) -> None:
 @pytest.mark.parametrize(
     ("body", "needle", "code", "params"),
     [
-        ({"game": "chess"}, "unknown game", "game.unknown", {"game": "chess"}),
+        ({"game": "chess"}, "game: Input should be 'nerts' or 'anemone'", "request.invalid", {"field": "game"}),
         ({"game": "nerts", "options": {"nerts_pile_size": 99}}, "nerts_pile_size", "options.invalid",
          {"option": "nerts_pile_size"}),
         ({"game": "nerts", "options": {"colour": "blue"}}, "colour", "options.invalid", {"option": "colour"}),
@@ -69,9 +69,12 @@ def test_create_join_start_and_table_shape(client: TestClient) -> None:
          "unknown anemone bot", "seats.bad_bot", {"seat": 1, "bot": "x"}),
         ({"game": "anemone", "options": {"players": 2}, "seats": [{"kind": "bot", "bot": "random"}] * 2},
          "open", "seats.none_open", {}),
-        ({"game": "anemone", "surprise": 1}, "surprise", "request.invalid", {"field": "surprise"}),
-        ({"game": "anemone", "seats": [{"kind": "robot"}]}, "seats.0.kind", "request.invalid", {"field": "seats.0.kind"}),
-        ({"game": "anemone", "grace_seconds": -1}, "grace_seconds", "request.invalid", {"field": "grace_seconds"}),
+        ({"game": "anemone", "surprise": 1}, "surprise: Extra inputs are not permitted", "request.invalid",
+         {"field": "surprise"}),
+        ({"game": "anemone", "seats": [{"kind": "robot"}]}, "seats.0.kind: Input should be 'open' or 'bot'",
+         "request.invalid", {"field": "seats.0.kind"}),
+        ({"game": "anemone", "grace_seconds": -1}, "grace_seconds: Input should be greater than or equal to 0",
+         "request.invalid", {"field": "grace_seconds"}),
     ],
 )
 def test_create_refusals_are_422_with_a_reason_and_a_code(

@@ -13,8 +13,9 @@ import pytest
 
 from cardtable.engine import Action, Event, HandResult, IllegalAction, OptionSpec, View
 from cardtable.games import GameInfo
+from cardtable.server.play import Peer, Play
 from cardtable.server.store import SeatRow, Store, TableRow
-from cardtable.server.table import Peer, Play, Settings, Table
+from cardtable.server.table import Settings, Table
 
 
 class FakeHand:
@@ -182,6 +183,8 @@ async def test_actions_waiting_together_share_one_commit(store: Store) -> None:
     results = await asyncio.gather(*futures)
     assert [ok for ok, _ in results] == [True] * 20 and [v for _, v in results] == list(range(1, 21))
     assert store.commits - commits <= 2
+    stored = (await store.load_tables(table_id="t1", with_hands=True))[0].hands[0].actions
+    assert [(seat, action) for seat, _, action in stored] == [(i % 2, {"type": "tap"}) for i in range(20)]
     bad: asyncio.Future[tuple[bool, Any]] = loop.create_future()
     table.submit_play(Play(0, {"type": "jump"}, future=bad))
     assert await bad == (False, "cannot 'jump' here")

@@ -120,6 +120,14 @@ CODES: dict[str, str] = {
     "seat.no_such": "There is no such seat at this table",
     "seat.taken": "That seat is taken",
     "token.bad": "This link no longer holds a seat at this table",
+    # -- limits (docs/protocol.md, "Limits"; docs/deploy.md) ----------------------------------------------------
+    "connection.seat_limit": "This seat already has {limit} connections",
+    "connection.address_limit": "Too many connections to this table from your address: at most {limit}",
+    "connection.spectator_limit": "This table already has {limit} spectators",
+    "connection.server_limit": "Too many connections from your address: at most {limit}",
+    "request.too_large": "The request is too large: at most {limit} bytes",
+    "request.head_too_large": "The request's headers are too large: at most {limit} bytes",
+    "table.create_limit": "Too many new tables from your address: at most {rate} a minute",
 }
 """Every refusal code and its English template, ``{param}`` placeholders filled from the refusal's params."""
 
@@ -204,6 +212,13 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "seat.no_such": ("seat", "seats"),
     "seat.taken": ("seat",),
     "token.bad": (),
+    "connection.seat_limit": ("limit",),
+    "connection.address_limit": ("limit",),
+    "connection.spectator_limit": ("limit",),
+    "connection.server_limit": ("limit",),
+    "request.too_large": ("limit",),
+    "request.head_too_large": ("limit",),
+    "table.create_limit": ("rate",),
 }
 """The params each code carries, always all of them (a template shows some; the rest are for programs)."""
 

@@ -4,10 +4,12 @@ Each simulation samples a determinization: the cards the seat cannot see (other 
 deck) dealt at random, consistent with what the seat knows: hand counts, the deck count, and the voids that
 forced discards revealed (a seat that discarded held no card of a suit not yet in that trick; with 2 seats only
 discards since the last draw count). The sample is rebuilt into a full :class:`AnemoneState` from the view
-(:meth:`AnemoneState.from_view`), then one tree walk runs over that determinization: UCB1 among the children
-legal in it (with availability counts), one expansion, a random playout to the hand's end. A playout is scored
-for each seat by its point margin over the mean of the other seats (plus a small value for anemones held, which
-help in later hands), divided by 10. The most visited root move is played.
+(:meth:`AnemoneState.from_view`; later samples only replace its hands and deck), then one tree walk runs over
+that determinization: UCB1 among the children legal in it (with availability counts), one expansion, a random
+playout to the hand's end (:func:`playout`, on the determinization's own lists: no events, no trick history; a
+test replays its moves through the engine's ``apply``). A playout is scored for each seat by its point margin
+over the mean of the other seats (plus a small value for anemones held, which help in later hands), divided by
+10. The most visited root move is played.
 
 Budgets (:data:`LEVELS`): a number of simulations and a wall-clock cap per move, whichever comes first.
 """
@@ -22,7 +24,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from cardtable.engine import Action, View
-from cardtable.games.anemone import CODE, SUIT_OF, AnemoneState, card_number, game_cards
+from cardtable.games.anemone import (
+    CODE,
+    POINTS_OF,
+    RANK_OF,
+    SUIT_OF,
+    AnemoneState,
+    card_number,
+    game_cards,
+    take_anemone,
+)
+
+_SUIT_BIT: tuple[int, ...] = tuple(1 << suit for suit in SUIT_OF)
 
 
 def position_rng(seed: int, view: View) -> random.Random:
@@ -112,9 +125,41 @@ class Determinizer:
             self.eligible[card] = [h for h in self.holders if h == -1 or SUIT_OF[card] not in voids[h]]
         if len(self.unknown) != sum(self.capacity.values()):
             raise ValueError("view: unseen cards do not match hand counts and deck count")
+        # a seat's void suits as a bit mask; the deck has none
+        self.void_bits = {h: sum(1 << suit for suit in voids[h]) if h >= 0 else 0 for h in self.holders}
+        self.constrained = any(self.void_bits.values())
+        self.slices: list[tuple[int, int, int]] = []
+        start = 0
+        for h in self.holders:
+            self.slices.append((h, start, start + self.capacity[h]))
+            start += self.capacity[h]
 
     def sample(self, rng: random.Random) -> tuple[list[list[int]], list[int]]:
-        """Each seat's hand and the deck (top first) for one determinization."""
+        """Each seat's hand and the deck (top first) for one determinization.
+
+        A uniform shuffle dealt in order, kept when no seat gets a suit it is known to lack (tried a few
+        times); else dealt card by card among the holders each card may go to.
+        """
+        rand = rng.random
+        void_bits = self.void_bits
+        suit_bit = _SUIT_BIT
+        for _ in range(4 if self.constrained else 1):
+            cards = sorted(self.unknown, key=lambda _card: rand())
+            got: dict[int, list[int]] = {}
+            for h, start, end in self.slices:
+                part = cards[start:end]
+                bits = void_bits[h]
+                if bits and any(suit_bit[c] & bits for c in part):
+                    break
+                got[h] = part
+            else:
+                hands = [self.own[:] if s == self.seat else got[s] for s in range(self.players)]
+                return hands, got[-1]
+        return self.sample_card_by_card(rng)
+
+    def sample_card_by_card(self, rng: random.Random) -> tuple[list[list[int]], list[int]]:
+        """Like :meth:`sample`, dealing each card in turn among the holders it may go to (the most
+        constrained cards first), up to 30 tries; then without the voids."""
         for _ in range(30):
             result = self._try(rng, True)
             if result is not None:
@@ -148,25 +193,143 @@ class Determinizer:
         return hands, got[-1]
 
 
+def playout(
+    state: AnemoneState,
+    rng: random.Random,
+    anemone_chance: float = 0.1,
+    trace: list[Move] | None = None,
+) -> None:
+    """Play ``state`` (a determinization: mutated in place) to the hand's end at random, fast.
+
+    The same random policy as :meth:`AnemoneState.playout` (a uniformly random playable card, anemones with
+    probability ``anemone_chance``; a random discard when nothing is playable), on the state's own lists without
+    events or trick history: only ``hands``, ``anem``, ``supply``, ``points``, ``deck`` and ``over`` are
+    brought up to date. The rules are the engine's ("A trick", "Taking an anemone", the 2-seat draws; a test
+    replays ``trace``, the moves made, through :meth:`AnemoneState.apply`).
+    """
+    if state.over:
+        return
+    hands = state.hands
+    anem = state.anem
+    points = state.points
+    deck = state.deck
+    supply = state.supply
+    players = state.players
+    n_turns = state.n_turns
+    leader = state.leader
+    turn = state.turn
+    k = state.k
+    mask = state.mask
+    # the trick so far: (seat, card, value)
+    trick = [(p[0], p[1], p[3]) for p in state.trick]
+    rand = rng.random
+    suit_bit = _SUIT_BIT
+    rank_of = RANK_OF
+    points_of = POINTS_OF
+    left = sum(len(hand) for hand in hands)
+    while True:
+        hand = hands[turn]
+        # a uniformly random playable card: try a random card of the hand (rejection sampling keeps it
+        # uniform), then, after two misses, look at the whole hand
+        card = hand[int(rand() * len(hand))]
+        if mask & suit_bit[card]:
+            card = hand[int(rand() * len(hand))]
+            if mask & suit_bit[card]:
+                playable = [c for c in hand if not mask & suit_bit[c]]
+                card = playable[int(rand() * len(playable))] if playable else -1
+        if card >= 0:
+            hand.remove(card)
+            value = rank_of[card]
+            held = anem[turn]
+            if held and rand() < anemone_chance:
+                # a uniformly random sub-multiset of the faces held: how many +1s, how many +2s
+                ones = held.count(1)
+                twos = len(held) - ones
+                spend_ones = int(rand() * (ones + 1))
+                spend_twos = int(rand() * (twos + 1))
+                faces = (1,) * spend_ones + (2,) * spend_twos
+                for face in faces:
+                    held.remove(face)
+                value += spend_ones + 2 * spend_twos
+                supply += spend_ones + spend_twos
+                if trace is not None:
+                    trace.append((True, card, faces))
+            elif trace is not None:
+                trace.append((True, card, ()))
+            trick.append((turn, card, value))
+            mask |= suit_bit[card]
+        else:
+            card = hand[int(rand() * len(hand))]
+            hand.remove(card)
+            points[turn] += points_of[card]
+            if trace is not None:
+                trace.append((False, card, ()))
+        left -= 1
+        k += 1
+        if k < n_turns:
+            turn = (leader + k) % players
+            continue
+        winner, _card, high = trick[0]
+        lowest, low = winner, high
+        gained = 0
+        for seat, card, value in trick:
+            gained += points_of[card]
+            if value >= high:
+                high = value
+                winner = seat
+            if value <= low:
+                low = value
+                lowest = seat
+        points[winner] += gained
+        # the lowest takes an anemone: the engine's take_anemone, its two common cases inline
+        held = anem[lowest]
+        if 1 in held:
+            held.remove(1)
+            held.append(2)
+        elif supply:
+            held.append(1)
+            supply -= 1
+        else:
+            supply, _event = take_anemone(anem, supply, lowest)
+        if deck:
+            for seat in (winner, 1 - winner):
+                hands[seat].extend(deck[:2])
+                del deck[:2]
+                left += 2
+        if not left:
+            break
+        trick = []
+        mask = 0
+        k = 0
+        leader = turn = winner
+    state.supply = supply
+    state.over = True
+
+
 def _rewards(state: AnemoneState, anemone_weight: float) -> list[float]:
     points = state.points
     total = sum(points)
     n = state.players
     out = []
+    if anemone_weight:
+        held = [sum(faces) for faces in state.anem]
+        all_held = sum(held)
     for s in range(n):
         margin = points[s] - (total - points[s]) / (n - 1)
         if anemone_weight:
-            mine = sum(state.anem[s])
-            others = (sum(sum(f) for f in state.anem) - mine) / (n - 1)
-            margin += anemone_weight * (mine - others)
+            margin += anemone_weight * (held[s] - (all_held - held[s]) / (n - 1))
         out.append(margin / 10.0)
     return out
 
 
-def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[Move, int]]:
+def search(
+    view: View, budget: Budget, rng: random.Random, engine_playouts: bool = False
+) -> tuple[Move, dict[Move, int]]:
     """Run SO-ISMCTS from ``view`` (the seat to act's own view) within ``budget``.
 
-    Returns the most visited root move and the visit count of every root move.
+    Returns the most visited root move and the visit count of every root move. ``engine_playouts`` is the
+    benchmark's baseline, the search as it was first written: playouts by :meth:`AnemoneState.playout` instead
+    of the faster :func:`playout`, determinizations by :meth:`Determinizer.sample_card_by_card`.
     """
     started = time.perf_counter()
     seat = int(view["seat"])
@@ -187,7 +350,7 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
         sims += 1
         state = base.copy()
         if sims > 1:
-            hands, deck = det.sample(rng)
+            hands, deck = det.sample_card_by_card(rng) if engine_playouts else det.sample(rng)
             state.hands = hands
             state.deck = deck
         node = root
@@ -217,7 +380,10 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
             assert best is not None and best.move is not None
             state.step(*best.move)
             node = best
-        state.playout(rng)
+        if engine_playouts:
+            state.playout(rng)
+        else:
+            playout(state, rng)
         rewards = _rewards(state, anemone_weight)
         walk: _Node | None = node
         while walk is not None:

@@ -6,6 +6,7 @@ Environment variables set server-wide knobs (see :func:`settings_from_env`).
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import logging
 import os
@@ -13,6 +14,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
@@ -22,6 +24,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cardtable.server import bots as server_bots
+from cardtable.server.guard import BodyGuard, describe_validation_errors, error_body, guarded_h11
 from cardtable.server.lobby import router
 from cardtable.server.manager import Manager
 from cardtable.server.store import Store
@@ -31,19 +34,26 @@ from cardtable.server.ws import table_socket
 STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
 
 
+
+ENV_NAMES = {
+    "default_grace_s": "CARDTABLE_GRACE_SECONDS", "hand_pause_s": "CARDTABLE_HAND_PAUSE",
+    "bot_pace": "CARDTABLE_BOT_PACE", "anemone_bot_delay_ms": "CARDTABLE_ANEMONE_BOT_DELAY_MS",
+    "play_now_start_s": "CARDTABLE_PLAY_NOW_START", "solo_start_s": "CARDTABLE_SOLO_START",
+}
+"""Environment variables of the older settings; every other :class:`Settings` field ``x`` is ``CARDTABLE_X``."""
+
+
 def settings_from_env(**overrides: float) -> Settings:
-    """:class:`Settings` from ``CARDTABLE_GRACE_SECONDS`` (default 60), ``CARDTABLE_HAND_PAUSE`` (seconds between
-    hands, 4), ``CARDTABLE_BOT_PACE`` (bot delay multiplier, 1.0), ``CARDTABLE_ANEMONE_BOT_DELAY_MS`` (700),
-    ``CARDTABLE_PLAY_NOW_START`` (seconds a Play now table waits before it starts, 5) and ``CARDTABLE_SOLO_START``
-    (seconds a table of one person and bots waits for its creator's connection, 3);
-    keyword ``overrides`` win. ``ValueError`` for a value that is not a number."""
+    """:class:`Settings` from the environment: ``CARDTABLE_GRACE_SECONDS`` (default 60), ``CARDTABLE_HAND_PAUSE``
+    (seconds between hands, 4), ``CARDTABLE_BOT_PACE`` (bot delay multiplier, 1.0),
+    ``CARDTABLE_ANEMONE_BOT_DELAY_MS`` (700), ``CARDTABLE_PLAY_NOW_START`` (seconds a Play now table waits before it
+    starts, 5), ``CARDTABLE_SOLO_START`` (seconds a table of one person and bots waits for its creator's connection,
+    3) and, for every other field, ``CARDTABLE_`` and its name in capitals
+    (``CARDTABLE_MAX_BODY_BYTES``; ``docs/deploy.md``); keyword ``overrides`` win. ``ValueError`` for a value that
+    is not a number."""
     settings = Settings()
-    env = {
-        "default_grace_s": "CARDTABLE_GRACE_SECONDS", "hand_pause_s": "CARDTABLE_HAND_PAUSE",
-        "bot_pace": "CARDTABLE_BOT_PACE", "anemone_bot_delay_ms": "CARDTABLE_ANEMONE_BOT_DELAY_MS",
-        "play_now_start_s": "CARDTABLE_PLAY_NOW_START", "solo_start_s": "CARDTABLE_SOLO_START",
-    }
-    for attr, var in env.items():
+    for attr in (f.name for f in dataclasses.fields(Settings)):
+        var = ENV_NAMES.get(attr, f"CARDTABLE_{attr.upper()}")
         if var in os.environ:
             setattr(settings, attr, type(getattr(settings, attr))(float(os.environ[var])))
     for attr, value in overrides.items():
@@ -70,6 +80,7 @@ def create_app(db: str | None = None, settings: Settings | None = None) -> FastA
             server_bots.shutdown_pool()
 
     app = FastAPI(title="cardtable", lifespan=lifespan)
+    app.state.settings = settings
 
     @app.exception_handler(TableError)
     async def table_error(_request: Request, error: TableError) -> JSONResponse:
@@ -77,18 +88,8 @@ def create_app(db: str | None = None, settings: Settings | None = None) -> FastA
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_request: Request, error: RequestValidationError) -> JSONResponse:
-        problems = error.errors()
-        first = problems[0] if problems else {}
-        field = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
-        reason = "; ".join(
-            f"{'.'.join(str(p) for p in e.get('loc', ()) if p != 'body') or 'body'}: {e.get('msg', 'invalid')}"
-            for e in problems
-        )
-        return JSONResponse(
-            {"detail": reason or "invalid request", "code": "request.invalid",
-             "params": {"field": field, "detail": reason}},
-            status_code=422,
-        )
+        detail, params = describe_validation_errors(list(error.errors()))
+        return JSONResponse(error_body(detail, "request.invalid", params), status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, error: StarletteHTTPException) -> Response:
@@ -99,6 +100,8 @@ def create_app(db: str | None = None, settings: Settings | None = None) -> FastA
             status_code=error.status_code, headers=getattr(error, "headers", None),
         )
 
+    app.add_middleware(BodyGuard, max_body_bytes=settings.max_body_bytes, max_header_bytes=settings.max_header_bytes)
+
     app.include_router(router)
     app.add_api_websocket_route("/ws/tables/{table_id}", table_socket)
     if STATIC.is_dir():
@@ -106,18 +109,44 @@ def create_app(db: str | None = None, settings: Settings | None = None) -> FastA
     return app
 
 
-def serve(host: str = "127.0.0.1", port: int = 8000, db: str | None = None) -> None:
-    """Run the server with uvicorn until interrupted (``cardtable serve``)."""
+GC_THRESHOLDS = (1_000, 20, 1_000)
+"""The garbage collector's thresholds under ``cardtable serve`` (``CARDTABLE_GC_THRESHOLDS="a,b,c"`` overrides):
+the young generation is kept small (a 50 000-object one took 20-40 ms to collect) and full collections rare (one
+takes 50-70 ms with 200 tables in play). Rare full collections are safe only because a closed connection leaves no
+reference cycle behind (``tests/test_server_memory.py``); ``docs/deploy.md`` has the soak figures."""
+
+
+def uvicorn_config(app: FastAPI, host: str, port: int, settings: Settings) -> Any:
+    """The ``uvicorn.Config`` that :func:`serve` runs: the h11 protocol with the per-address cap and request timeout
+    of ``settings`` (``server/guard.py``), its header size and keep-alive, WebSocket frames of at most 16 KiB."""
     import uvicorn
+
+    return uvicorn.Config(
+        app, host=host, port=port, log_level="warning",
+        http=guarded_h11(settings.max_connections_per_address, settings.request_timeout_s),
+        h11_max_incomplete_event_size=settings.max_header_bytes, timeout_keep_alive=settings.keep_alive_s,
+        ws_max_size=16 * 1024,
+    )
+
+
+def serve(host: str = "127.0.0.1", port: int = 8000, db: str | None = None, settings: Settings | None = None) -> None:
+    """Run the server with uvicorn until interrupted (``cardtable serve``), with the HTTP limits of ``settings``
+    (default :func:`settings_from_env`; ``docs/deploy.md``)."""
+    import uvicorn
+
+    settings = settings or settings_from_env()
+    thresholds = GC_THRESHOLDS
+    if os.environ.get("CARDTABLE_GC_THRESHOLDS"):
+        a, b, c = (int(part) for part in os.environ["CARDTABLE_GC_THRESHOLDS"].split(","))
+        thresholds = (a, b, c)
 
     # The database driver (aiosqlite) answers from a thread: a short GIL switch interval lets the event loop take
     # each answer at once instead of up to 5 ms later while it is busy (a large share of the ack latency).
     sys.setswitchinterval(0.0005)
     # Garbage collection pauses are the other share of the latency tail: keep the start-up objects out of every
-    # collection, keep the young generation small (a 50 000-object one took 20-40 ms to collect) and full
-    # collections rare (one takes 50-70 ms with 200 tables in play).
+    # collection (freeze) and use GC_THRESHOLDS.
     gc.collect()
     gc.freeze()
-    gc.set_threshold(1_000, 20, 1_000)
+    gc.set_threshold(*thresholds)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    uvicorn.run(create_app(db), host=host, port=port, log_level="warning", ws_max_size=1024 * 1024)
+    uvicorn.Server(uvicorn_config(create_app(db, settings), host, port, settings)).run()

@@ -14,13 +14,11 @@ import multiprocessing
 import random
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from cardtable import bots
-from cardtable.engine import Action, View
-
-if TYPE_CHECKING:
-    from cardtable.server.table import Table
+from cardtable.engine import Action, HandState, View
+from cardtable.server.play import Play
 
 log = logging.getLogger("cardtable.server.bots")
 
@@ -31,6 +29,54 @@ MIN_REACTION_MS = 300
 """A Nerts bot at a table waits at least this long between looks, even a bot made for simulations (0 ms)."""
 
 _pool: ProcessPoolExecutor | None = None
+
+
+class BotSettings(Protocol):
+    """The server settings a bot reads (``Settings`` in ``server/table.py``)."""
+
+    @property
+    def bot_pace(self) -> float: ...
+
+    @property
+    def anemone_bot_delay_ms(self) -> int: ...
+
+
+class BotSeed(Protocol):
+    """The stored table's seed, which seeds each bot seat's choices."""
+
+    @property
+    def seed(self) -> int: ...
+
+
+class Table(Protocol):
+    """What a bot driver sees of a live table (``server/table.py``'s ``Table``): its state, its version and
+    ``changed`` event to wait on, and :meth:`submit_play` to queue an action like a connection does."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def state(self) -> HandState | None: ...
+
+    @property
+    def version(self) -> int: ...
+
+    @property
+    def changed(self) -> asyncio.Event: ...
+
+    @property
+    def settings(self) -> BotSettings: ...
+
+    @property
+    def row(self) -> BotSeed: ...
+
+    @property
+    def game(self) -> str: ...
+
+    @property
+    def status(self) -> str: ...
+
+    def submit_play(self, play: Play) -> None: ...
 
 
 def get_pool() -> ProcessPoolExecutor:
@@ -118,8 +164,6 @@ async def _drive(table: Table, seat: int, spec: str) -> None:
             continue
         if table.version != version and not nerts:
             continue  # the table moved on while the bot thought: look again
-        from cardtable.server.table import Play
-
         future: asyncio.Future[tuple[bool, Any]] = loop.create_future()
         table.submit_play(Play(seat, dict(action), future=future))
         ok, _ = await future

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 from cardtable.race import CLOCK_KEYS, DEFAULT_CAP_MS, DelayEstimator, RaceOrderer, race_keys
 
 if TYPE_CHECKING:
-    from cardtable.server.table import Peer, Play, Table
+    from cardtable.server.play import Peer, Play
+    from cardtable.server.table import Table
 
 log = logging.getLogger("cardtable.server.fairness")
 

@@ -1,22 +1,41 @@
 """The HTTP lobby (``docs/protocol.md``, "HTTP lobby"): games, tables, join, leave, start, records, replays.
 
 Bodies are validated by pydantic; refusals (a ``TableError``, turned into a reply by the app's exception handler)
-are ``4xx {"detail": reason}`` (404 unknown table, 422 bad game,
-options, seats or body, 409 full, taken or not startable, 403 bad token).
+are ``4xx {"detail": reason, "code": ..., "params": {...}}`` (404 unknown table, 422 bad game, options, seats or
+body, 409 full, taken or not startable, 403 bad token, 413 body too large, 429 too many tables from one address).
+Each route's OpenAPI entry lists the refusals it can answer.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from cardtable import bots
 from cardtable.games import game_names, get_game
+from cardtable.server.guard import ErrorBody
 from cardtable.server.manager import PLAY_NOW_BOTS, Manager
 
 router = APIRouter(prefix="/api")
+
+_REASONS = {
+    400: "The request cannot be read.",
+    403: "The token holds no seat at this table.",
+    404: "No such table.",
+    409: "The table's state does not allow it (full, seat taken, started, not finished).",
+    413: "The request body is too large.",
+    422: "The request is not valid (body, query or options); `detail` says what, never repeating the input.",
+    429: "Too many requests from this address; try again later.",
+    431: "The request head (path, query and headers) is too large.",
+}
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for the refusals a route can answer (and 431, which any route can), each an
+    ``ErrorBody``."""
+    return {status: {"model": ErrorBody, "description": _REASONS[status]} for status in (*statuses, 431)}
 
 
 class SeatSpec(BaseModel):
@@ -33,7 +52,7 @@ class CreateTable(BaseModel):
     starts by itself, without a Start click."""
 
     model_config = ConfigDict(extra="forbid")
-    game: str = Field(max_length=40)
+    game: Literal["nerts", "anemone"]
     options: dict[str, Any] = Field(default_factory=dict)
     seats: list[SeatSpec] | None = Field(default=None, max_length=16)
     name: str = Field(default="player", min_length=1, max_length=40)
@@ -89,7 +108,7 @@ def bot_level(spec: str) -> str:
     return BOT_LEVELS.get(level or name, "intermediate")
 
 
-@router.get("/games")
+@router.get("/games", responses=_errors())
 async def list_games() -> list[dict[str, Any]]:
     """Every game with its option specs, its bots (``spec``, ``description``, ``level``) and the bot Play now
     seats (``play_now_bot``)."""
@@ -105,70 +124,91 @@ async def list_games() -> list[dict[str, Any]]:
     return out
 
 
-@router.post("/play")
+@router.post("/play", responses=_errors(413, 422, 429))
 async def play_now(body: PlayNow, request: Request) -> dict[str, Any]:
     """Play now: a seat at the oldest waiting table of the game with a free seat, else a new 4-seat table against
-    three medium bots that starts by itself after a short wait (``TABLE.starts_at``)."""
-    table, seat, token = await _manager(request).play_now(body.game, body.name)
+    three medium bots that starts by itself after a short wait (``TABLE.starts_at``). Counted like a new table
+    against the address's ``creates_per_minute`` (``429`` beyond)."""
+    manager = _manager(request)
+    manager.allow_create(request.client.host if request.client else "?")
+    table, seat, token = await manager.play_now(body.game, body.name)
     return _seated(table.id, table.to_dict(), seat, token)
 
 
-@router.post("/tables", status_code=201)
+@router.post("/tables", status_code=201, responses=_errors(413, 422, 429))
 async def create_table(body: CreateTable, request: Request) -> dict[str, Any]:
-    """Open a new table; the creator takes the first open seat and gets its token."""
+    """Open a new table; the creator takes the first open seat and gets its token. Each client address may open
+    ``creates_per_minute`` tables a minute (burst ``create_burst``), beyond that ``429``."""
     seats = None if body.seats is None else [s.model_dump() for s in body.seats]
-    table, seat, token = await _manager(request).create(
+    manager = _manager(request)
+    manager.allow_create(request.client.host if request.client else "?")
+    table, seat, token = await manager.create(
         body.game, body.options, seats, body.name, body.seed, body.grace_seconds, body.autostart
     )
     return _seated(table.id, table.to_dict(), seat, token)
 
 
-@router.get("/tables")
+Limit = Annotated[int | None, Query(ge=1, le=1000, description="Most tables in the page (default: the server's "
+                                      "page_size, 50; at most its max_page_size, 200).")]
+Cursor = Annotated[str | None, Query(max_length=100, description="The X-Next-Cursor header of the previous page.")]
+
+
+@router.get("/tables", responses=_errors(422))
 async def list_tables(
-    request: Request, status: Annotated[Literal["open", "playing", "finished"], Query()] = "open"
+    request: Request, response: Response,
+    status: Annotated[Literal["open", "playing", "finished"], Query()] = "open",
+    limit: Limit = None, cursor: Cursor = None,
 ) -> list[dict[str, Any]]:
-    """Tables with ``status`` (default ``open``)."""
-    return await _manager(request).list_tables(status)
+    """Tables with ``status`` (default ``open``), one page: open and playing ones oldest first, finished (and
+    abandoned) ones newest first. When more follow, the ``X-Next-Cursor`` header holds the next page's ``cursor``."""
+    tables, after = await _manager(request).list_tables(status, limit, cursor)
+    if after is not None:
+        response.headers["X-Next-Cursor"] = after
+    return tables
 
 
-@router.get("/tables/{table_id}")
+@router.get("/tables/{table_id}", responses=_errors(404))
 async def table_info(table_id: str, request: Request) -> dict[str, Any]:
     """One table."""
     return await _manager(request).table_dict(table_id)
 
 
-@router.post("/tables/{table_id}/join")
+@router.post("/tables/{table_id}/join", responses=_errors(404, 409, 413, 422))
 async def join_table(table_id: str, body: JoinTable, request: Request) -> dict[str, Any]:
     """Take a seat (the given one or the first open one)."""
     table, seat, token = await _manager(request).join(table_id, body.name, body.seat)
     return _seated(table.id, table.to_dict(), seat, token)
 
 
-@router.post("/tables/{table_id}/leave")
+@router.post("/tables/{table_id}/leave", responses=_errors(403, 404, 413, 422))
 async def leave_table(table_id: str, body: TokenBody, request: Request) -> dict[str, Any]:
     """Leave the token's seat."""
     return (await _manager(request).leave(table_id, body.token)).to_dict()
 
 
-@router.post("/tables/{table_id}/start")
+@router.post("/tables/{table_id}/start", responses=_errors(403, 404, 409, 413, 422))
 async def start_table(table_id: str, body: TokenBody, request: Request) -> dict[str, Any]:
     """Start the game once every seat is taken."""
     return (await _manager(request).start(table_id, body.token)).to_dict()
 
 
-@router.get("/tables/{table_id}/record")
+@router.get("/tables/{table_id}/record", responses=_errors(404, 409))
 async def table_record(table_id: str, request: Request) -> dict[str, Any]:
     """The ``cardtable/1`` record of a finished table."""
     return (await _manager(request).record(table_id)).to_dict()
 
 
-@router.get("/tables/{table_id}/replay")
+@router.get("/tables/{table_id}/replay", responses=_errors(404, 409))
 async def table_replay(table_id: str, request: Request) -> dict[str, Any]:
     """A finished table's record and its steps, each with the public view."""
     return await _manager(request).replay(table_id)
 
 
-@router.get("/finished")
-async def finished_tables(request: Request) -> list[dict[str, Any]]:
-    """Finished games, newest first."""
-    return await _manager(request).list_tables("finished")
+@router.get("/finished", responses=_errors(422))
+async def finished_tables(request: Request, response: Response, limit: Limit = None,
+                          cursor: Cursor = None) -> list[dict[str, Any]]:
+    """Finished (and abandoned) games, newest first, one page (``X-Next-Cursor`` as for ``/api/tables``)."""
+    tables, after = await _manager(request).list_tables("finished", limit, cursor)
+    if after is not None:
+        response.headers["X-Next-Cursor"] = after
+    return tables

@@ -7,18 +7,26 @@ on that table's owner (:meth:`Table.submit_call`), so lobby operations and actio
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import heapq
 import logging
 import random
 import time
+from collections import Counter
 from typing import Any
 
 from cardtable import bots, records
 from cardtable.engine import HandState
 from cardtable.games import get_game
 from cardtable.replay import fold
+from cardtable.server.messages import RateLimiter
+from cardtable.server.play import Peer
 from cardtable.server.store import SeatRow, Store, TableRow
-from cardtable.server.table import STANDIN_BOTS, Peer, Settings, Table, TableError, now_iso
+from cardtable.server.table import STANDIN_BOTS, Settings, Table, TableError, now_iso
 from cardtable.server.tokens import hash_token, new_table_id, new_token, token_matches
+
+ENDED = ("finished", "abandoned")
+"""Statuses of tables whose record is published; ``abandoned``: in play with no person connected too long."""
 
 log = logging.getLogger("cardtable.server.manager")
 
@@ -72,6 +80,11 @@ class Manager:
         self.store = store
         self.settings = settings
         self.tables: dict[str, Table] = {}
+        self.creates: dict[str, RateLimiter] = {}
+        """Table creations per client address (a token bucket each; idle full ones are forgotten by the sweep)."""
+        self._sweeper: asyncio.Task[None] | None = None
+        self.sockets: Counter[str] = Counter()
+        """Open WebSocket connections per client address (at most ``max_sockets_per_address``)."""
         self._play_now_lock = asyncio.Lock()
 
     @classmethod
@@ -89,17 +102,92 @@ class Manager:
             table.start_owner()
             if table.status == "open" and manager.only_bots_besides_one_person(table):
                 manager.arm_autostart(table, settings.solo_start_s, on_hello=True)
+        manager._sweeper = asyncio.create_task(manager._sweep_loop(), name="cardtable-expiry")
         return manager
 
     async def close(self) -> None:
-        """Stop every table's owner (their records are already stored)."""
+        """Stop the expiry sweep and every table's owner (their records are already stored)."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
         for table in self.tables.values():
             self._disarm_autostart(table)
+            table.flush_spectators()
+            for peer in table.all_peers():
+                peer.close()
+            await table.stop()
+
+    # -- expiry --------------------------------------------------------------------------------------
+
+    async def _sweep_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.expiry_check_s)
+            try:
+                await self.sweep()
+            except Exception:
+                log.exception("the expiry sweep failed")
+
+    async def sweep(self) -> None:
+        """One expiry sweep (every ``expiry_check_s``): an open table with nobody connected for
+        ``open_table_idle_s`` is closed (status ``closed``); a table in play with no person connected for its grace
+        plus ``abandon_after_s`` ends as ``abandoned`` (record kept, published like a finished one); a finished
+        table with nobody connected leaves memory (the database answers for it). Each runs on the table's owner."""
+        now = time.monotonic()
+        settings = self.settings
+        for table in list(self.tables.values()):
+            if table.broken:
+                continue
+            if table.status == "open" and not table.all_peers():
+                if now - table.last_presence > settings.open_table_idle_s:
+                    await self._end(table, "closed")
+            elif table.status == "playing" and not table.people_connected():
+                if now - table.last_person > table.row.grace_seconds + settings.abandon_after_s:
+                    await self._end(table, "abandoned")
+            elif table.status == "finished" and not table.all_peers():
+                await self._end(table, None)
+        for address, bucket in list(self.creates.items()):
+            if bucket.full():
+                del self.creates[address]
+
+    async def _end(self, table: Table, status: str | None) -> None:
+        async def go() -> bool:
+            if status == "closed" and (table.status != "open" or table.all_peers()):
+                return False
+            if status == "abandoned" and (table.status != "playing" or table.people_connected()):
+                return False
+            if status is not None:
+                await table.end(status)
+            return True
+
+        try:
+            ended = await table.submit_call(go)
+        except Exception:
+            log.exception("table %s: ending it as %s failed", table.id, status)
+            return
+        if ended:
+            if status is not None:
+                log.info("table %s: %s", table.id, status)
+            self.tables.pop(table.id, None)
+            self._disarm_autostart(table)
+            table.flush_spectators()
             for peer in table.all_peers():
                 peer.close()
             await table.stop()
 
     # -- lobby ---------------------------------------------------------------------------------------
+
+    def allow_create(self, address: str) -> None:
+        """Count one table creation from ``address``; ``TableError`` 429 beyond ``creates_per_minute`` (burst
+        ``create_burst``)."""
+        bucket = self.creates.get(address)
+        if bucket is None:
+            bucket = self.creates[address] = RateLimiter(self.settings.creates_per_minute / 60.0,
+                                                         self.settings.create_burst)
+        if not bucket.allow():
+            rate = f"{self.settings.creates_per_minute:g}"
+            raise TableError(429, "table.create_limit", f"too many new tables from your address: at most {rate} a "
+                                                        "minute", {"rate": rate})
 
     async def create(self, game: str, options: dict[str, Any], seats: list[dict[str, Any]] | None, name: str,
                      seed: int | None, grace_seconds: float | None, autostart: bool = True) -> tuple[Table, int, str]:
@@ -187,7 +275,7 @@ class Manager:
                     if other.row.kind == "bot":
                         other.replaceable = True
                 self.arm_autostart(table, self.settings.play_now_start_s, on_hello=False)
-                table.broadcast({"type": "table", "table": table.to_dict()})
+                table.announce()
 
             await table.submit_call(mark)
             return table, seat, token
@@ -221,7 +309,7 @@ class Manager:
         kinds = [s.row.kind for s in table.seats]
         if "open" in kinds or "person" not in kinds:
             table.starts_at = None  # somebody left: the next person to join arms it again
-            table.broadcast({"type": "table", "table": table.to_dict()})
+            table.announce()
             return
         await self._begin(table)
 
@@ -234,7 +322,7 @@ class Manager:
         await self.store.update_status(table.id, "playing")
         for seat in table.seats:
             table._start_away_timer(seat)
-        table.broadcast({"type": "table", "table": table.to_dict()})
+        table.announce()
         await table._start_hand()
 
     def live(self, table_id: str) -> Table:
@@ -271,7 +359,7 @@ class Manager:
             await self.store.update_seat(table.id, chosen.row)
             if table.play_now and table.autostart is None:
                 self.arm_autostart(table, self.settings.play_now_start_s, on_hello=False)
-            table.broadcast({"type": "table", "table": table.to_dict()})
+            table.announce()
             return chosen.row.seat, token
 
         taken_seat, token = await table.submit_call(take)
@@ -314,7 +402,7 @@ class Manager:
                     seat.away_timer = None
                 table._sync_bots()
             await self.store.update_seat(table.id, seat.row)
-            table.broadcast({"type": "table", "table": table.to_dict()})
+            table.announce()
 
         await table.submit_call(go)
         return table
@@ -344,19 +432,41 @@ class Manager:
             raise TableError(404, "table.not_found", f"no table {table_id!r}", {"table": table_id})
         return _table_from_row(rows[0])
 
-    async def list_tables(self, status: str) -> list[dict[str, Any]]:
-        """``TABLE``s with ``status``; finished ones newest first."""
+    async def list_tables(self, status: str, limit: int | None = None,
+                          cursor: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+        """One page of ``TABLE``s with ``status`` and the next page's cursor (``None``: no more).
+
+        ``open`` and ``playing``: live tables, oldest first; ``finished``: finished and abandoned tables from the
+        database, newest first. ``limit`` defaults to ``page_size`` and is capped at ``max_page_size``; ``cursor``
+        is the previous page's (``created~id`` or ``finished~id``); ``TableError`` 422 for a malformed one."""
+        size = min(limit or self.settings.page_size, self.settings.max_page_size)
+        after: tuple[str, str] | None = None
+        if cursor:
+            stamp, sep, last_id = cursor.partition("~")
+            if not sep or not last_id:
+                raise TableError(422, "request.invalid", "cursor: not a cursor this server gave (X-Next-Cursor)",
+                                 {"field": "cursor", "detail": "not a cursor this server gave"})
+            after = (stamp, last_id)
         if status == "finished":
-            return [_table_from_row(r) for r in await self.store.load_tables(
-                statuses=("finished",), newest_first=True, limit=200)]
-        return [t.to_dict() for t in self.tables.values() if t.status == status]
+            rows = await self.store.load_tables(statuses=ENDED, newest_first=True, limit=size + 1, before=after)
+            more = len(rows) > size
+            rows = rows[:size]
+            tables = [_table_from_row(r) for r in rows]
+            last = rows[-1] if rows else None
+            return tables, f"{last.finished}~{last.id}" if more and last is not None else None
+        candidates = [t for t in self.tables.values()
+                      if t.status == status and (after is None or (t.row.created, t.id) > after)]
+        page = heapq.nsmallest(size + 1, candidates, key=lambda t: (t.row.created, t.id))
+        more = len(page) > size
+        page = page[:size]
+        return [t.to_dict() for t in page], f"{page[-1].row.created}~{page[-1].id}" if more else None
 
     async def record(self, table_id: str) -> records.Record:
         """The record of a finished table; ``TableError`` 404 if unknown, 409 while it is open or in play."""
         rows = await self.store.load_tables(table_id=table_id, with_hands=True)
         if not rows:
             raise TableError(404, "table.not_found", f"no table {table_id!r}", {"table": table_id})
-        if rows[0].status != "finished":
+        if rows[0].status not in ENDED:
             raise TableError(409, "table.not_finished", "the game is not finished: its record is published at the end")
         return record_of(rows[0])
 
@@ -381,21 +491,20 @@ class Manager:
     async def hello(self, table: Table, peer: Peer, token: str | None) -> None:
         """Seat ``peer`` by ``token`` (``None``: a spectator) and send ``welcome`` then a snapshot.
 
-        ``TableError`` 403 for a wrong token (the connection stays, unseated).
+        ``TableError`` 403 for a wrong token (the connection stays, unseated), 429 beyond the table's connection
+        caps (:meth:`Table.admit`).
         """
 
         async def go() -> None:
             seat = None if token is None else self.seat_of(table, token)
+            table.admit(peer, seat)
             changed = table.attach(peer, seat)
             for row in changed:
                 await self.store.update_seat(table.id, row)
             peer.send_message({"type": "welcome", "seat": seat, "table": table.to_dict()})
             table.send_snapshot(peer)
             if seat is not None:
-                text = {"type": "table", "table": table.to_dict()}
-                for other in table.all_peers():
-                    if other is not peer:
-                        other.send_message(text)
+                table.announce()
                 if table.status == "open" and table.start_on_hello and self.only_bots_besides_one_person(table):
                     await self._begin(table)
 
@@ -408,7 +517,7 @@ class Manager:
             was_seated = peer.seat is not None
             table.detach(peer)
             if was_seated:
-                table.broadcast({"type": "table", "table": table.to_dict()})
+                table.announce()
 
         if table.task is not None and not table.task.done():
             await table.submit_call(go)

@@ -6,6 +6,7 @@ text is sent back in an ``error`` message. Server messages are plain dicts encod
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -22,6 +23,12 @@ RATE_BURST = 60.0
 
 HELLO_TIMEOUT_S = 10.0
 """Seconds a connection has to send ``hello`` before it is closed."""
+
+MAX_DEPTH = 32
+"""Deepest nesting of arrays and objects accepted in a client message (the deepest real action is 2 levels)."""
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(rb"[\[\]{}]")
 
 
 class MessageError(ValueError):
@@ -70,11 +77,18 @@ _encoder = msgspec.json.Encoder()
 
 
 def decode(data: str | bytes) -> ClientMessage:
-    """Decode one client message; :class:`MessageError` says what was wrong (size, JSON, type or field)."""
+    """Decode one client message; :class:`MessageError` says what was wrong (size, depth, JSON, type or field).
+
+    msgspec's JSON is strict: ``NaN``, ``Infinity``, numbers out of range (``1e400``) and lone surrogates
+    (``"\\ud800"``) are malformed JSON."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
     if len(raw) > MAX_MESSAGE_BYTES:
         raise MessageError(f"message too large: {len(raw)} bytes (at most {MAX_MESSAGE_BYTES})",
                            code="message.too_large", params={"size": len(raw), "limit": MAX_MESSAGE_BYTES})
+    try:
+        check_depth(raw)
+    except ValueError as error:
+        raise MessageError(f"bad message: {error}", code="message.malformed", params={"detail": str(error)}) from None
     try:
         message: ClientMessage = _decoder.decode(raw)
     except msgspec.ValidationError as error:
@@ -85,6 +99,22 @@ def decode(data: str | bytes) -> ClientMessage:
         raise MessageError("bad message: action.type must be a string", code="message.malformed",
                            params={"detail": "action.type must be a string"})
     return message
+
+
+def check_depth(raw: bytes, max_depth: int = MAX_DEPTH) -> None:
+    """``ValueError`` if arrays and objects nest deeper than ``max_depth`` (msgspec's decoder has no
+    depth limit and recurses: 1,000 levels raise ``RecursionError``). Strings are blanked first, so brackets inside
+    them do not count; the scan is linear in the text's size (a message or an HTTP body, both capped)."""
+    if raw.count(b"[") + raw.count(b"{") <= max_depth:
+        return
+    depth = 0
+    for bracket in _BRACKETS.findall(_STRING.sub(b'""', raw)):
+        if bracket in (b"[", b"{"):
+            depth += 1
+            if depth > max_depth:
+                raise ValueError(f"nested deeper than {max_depth} levels")
+        else:
+            depth -= 1
 
 
 def encode(message: dict[str, Any]) -> str:
@@ -112,3 +142,8 @@ class RateLimiter:
             self._tokens -= 1.0
             return True
         return False
+
+    def full(self) -> bool:
+        """Whether the bucket has refilled to its burst (nothing taken lately: the limiter may be forgotten)."""
+        now = time.monotonic()
+        return self._tokens + (now - self._last) * self.rate >= self.burst

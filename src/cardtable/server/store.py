@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import create_engine, event, make_url, select, update
+from sqlalchemy import and_, create_engine, event, make_url, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
@@ -41,6 +41,13 @@ MAX_BATCH = 1000
 CHECKPOINT_EVERY_S = 2.0
 """SQLite: seconds between WAL checkpoints, run on their own connection so that the writer never waits for the
 checkpoint's fsync (automatic checkpoints are off)."""
+
+TRUNCATE_EVERY = 30
+"""SQLite: every this many checkpoints (a minute) one is ``TRUNCATE``: it also cuts the WAL file back to zero
+bytes, so a burst (or a long reader that held the log) never leaves a large file behind."""
+
+JOURNAL_SIZE_LIMIT = 8 * 1024 * 1024
+"""SQLite ``journal_size_limit`` (bytes): when the log restarts after a checkpoint, the file is cut to this."""
 
 
 def default_url() -> str:
@@ -101,6 +108,7 @@ def _set_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA busy_timeout=10000")
     cursor.execute("PRAGMA wal_autocheckpoint=0")
+    cursor.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")
     cursor.close()
 
 
@@ -161,14 +169,26 @@ class Store:
         return store
 
     async def _checkpoint_loop(self) -> None:
+        count = 0
+        while True:
+            await asyncio.sleep(CHECKPOINT_EVERY_S)
+            count += 1
+            try:
+                await self.checkpoint(truncate=count % TRUNCATE_EVERY == 0)
+            except Exception:
+                log.exception("WAL checkpoint failed")
+
+    async def checkpoint(self, truncate: bool = False) -> tuple[int, int, int]:
+        """SQLite: copy the write-ahead log into the database (``PASSIVE``: without waiting for anyone), or with
+        ``truncate`` also cut the log file to zero bytes (``TRUNCATE``: waits for the writer, up to the busy
+        timeout). Returns SQLite's ``(busy, log pages, pages checkpointed)``; other databases: ``(0, 0, 0)``."""
+        if self.engine.dialect.name != "sqlite":
+            return (0, 0, 0)
+        mode = "TRUNCATE" if truncate else "PASSIVE"
         async with self.engine.connect() as conn:
-            while True:
-                await asyncio.sleep(CHECKPOINT_EVERY_S)
-                try:
-                    await conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
-                    await conn.commit()
-                except Exception:
-                    log.exception("WAL checkpoint failed")
+            busy, pages, done = tuple((await conn.exec_driver_sql(f"PRAGMA wal_checkpoint({mode})")).one())
+            await conn.commit()
+        return (int(busy), int(pages), int(done))
 
     async def close(self) -> None:
         """Finish the queued writes, stop the writer and dispose of the engine."""
@@ -310,15 +330,20 @@ class Store:
 
     async def load_tables(self, *, statuses: tuple[str, ...] | None = None, table_id: str | None = None,
                           with_hands: bool = False, newest_first: bool = False,
-                          limit: int | None = None) -> list[TableRow]:
-        """Tables by status or id, with their seats and, if ``with_hands``, their hands and actions in order."""
+                          limit: int | None = None, before: tuple[str, str] | None = None) -> list[TableRow]:
+        """Tables by status or id, with their seats and, if ``with_hands``, their hands and actions in order.
+
+        ``newest_first``: by ``finished`` time then id, both descending (else by ``created`` then id);
+        ``before``: only tables after ``(finished, id)`` in that order (the next page)."""
         t = schema.tables
         query = select(t)
         if statuses is not None:
             query = query.where(t.c.status.in_(statuses))
         if table_id is not None:
             query = query.where(t.c.id == table_id)
-        query = query.order_by(t.c.finished.desc() if newest_first else t.c.created)
+        if before is not None:
+            query = query.where(or_(t.c.finished < before[0], and_(t.c.finished == before[0], t.c.id < before[1])))
+        query = query.order_by(*((t.c.finished.desc(), t.c.id.desc()) if newest_first else (t.c.created, t.c.id)))
         if limit is not None:
             query = query.limit(limit)
         async with self.engine.connect() as conn:

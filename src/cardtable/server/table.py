@@ -21,7 +21,9 @@ from typing import Any
 from cardtable.engine import Action, Event, HandState, IllegalAction, Match
 from cardtable.games import GameInfo
 from cardtable.server import messages
+from cardtable.server.bots import drive_seat
 from cardtable.server.fairness import FairGate
+from cardtable.server.play import Peer, Play
 from cardtable.server.store import SeatRow, Store, TableRow
 
 log = logging.getLogger("cardtable.server.table")
@@ -31,10 +33,6 @@ STANDIN_BOTS = {"nerts": "greedy:medium", "anemone": "heuristic"}
 
 MAX_BATCH = 64
 """Most queued actions applied before one group commit."""
-
-MAX_OUTBOX = 2000
-"""Messages waiting for a slow connection before it is dropped."""
-
 
 def now_iso() -> str:
     """The current UTC time as ``2026-11-22T21:00:00Z``."""
@@ -54,54 +52,6 @@ def refusal_message(kind: str, reason: str, code: str, params: dict[str, Any] | 
 def hand_seed(seed: int, hand: int) -> int:
     """The shuffle seed of hand ``hand`` (from 0) of a table seeded with ``seed``."""
     return (seed * 1_000_003 + hand * 7919 + 17) % (2**62)
-
-
-class Peer:
-    """One WebSocket connection as the table sees it: its ``seat`` (``None``: spectator) and its outbox.
-
-    The connection's writer task drains :attr:`outbox`; ``None`` in the outbox closes the connection.
-    """
-
-    def __init__(self, seat: int | None = None) -> None:
-        self.seat = seat
-        self.outbox: asyncio.Queue[str | None] = asyncio.Queue()
-        self.closed = False
-
-    def send(self, text: str) -> None:
-        """Queue one encoded message; a connection that falls too far behind is closed."""
-        if self.closed:
-            return
-        if self.outbox.qsize() >= MAX_OUTBOX:
-            self.close()
-            return
-        self.outbox.put_nowait(text)
-
-    def send_message(self, message: dict[str, Any]) -> None:
-        """Encode and queue one message."""
-        self.send(messages.encode(message))
-
-    def close(self) -> None:
-        """Ask the writer to close the connection."""
-        if not self.closed:
-            self.closed = True
-            self.outbox.put_nowait(None)
-
-
-@dataclass(slots=True)
-class Play:
-    """An action to apply: from a seat's connection (``peer``, ``seq``), a bot (``future``) or the clock (``due``).
-
-    ``future``, when given, gets ``(True, version)`` or ``(False, reason)``. ``ms``, when set, is the stamp the
-    Nerts fairness gate gave it (``server/fairness.py``): the owner applies it at that time, not at arrival.
-    """
-
-    seat: int | None
-    action: Action
-    peer: Peer | None = None
-    seq: int | None = None
-    future: asyncio.Future[tuple[bool, Any]] | None = None
-    due: int | None = None
-    ms: int | None = None
 
 
 @dataclass(slots=True)
@@ -126,14 +76,49 @@ class SeatState:
 
 @dataclass(slots=True)
 class Settings:
-    """Server-wide knobs: ``hand_pause_s`` between hands, ``bot_pace`` multiplies bot delays (tests use small ones),
+    """Server-wide knobs, each with its default (``docs/deploy.md`` lists them with their environment variables).
+
+    Play: ``hand_pause_s`` between hands, ``bot_pace`` multiplies bot delays (tests use small ones),
     ``anemone_bot_delay_ms`` is an Enemy Anemone bot's pause before it plays, ``default_grace_s`` the grace before a
-    bot plays for an absent person."""
+    bot plays for an absent person.
+
+    HTTP (``server/guard.py``): ``max_body_bytes`` per request body, ``max_header_bytes`` for a request's head,
+    ``request_timeout_s`` for a whole request to arrive, ``keep_alive_s`` an idle connection is kept,
+    ``max_connections_per_address`` open HTTP connections per client address.
+
+    Connections to a table (``docs/protocol.md``, "Limits"): ``max_connections_per_token`` per seat token,
+    ``max_connections_per_address_per_table``, ``max_spectators`` per table, ``max_sockets_per_address`` over the
+    whole server, ``max_outbox`` messages waiting for a slow connection before it is dropped, and
+    ``table_message_interval_s``: ``table`` messages are coalesced to at most one per this interval.
+
+    Tables: ``open_table_idle_s`` an open table with nobody connected lives, ``abandon_after_s`` a table in play
+    with no person connected lives beyond its grace before it ends as abandoned, ``expiry_check_s`` between sweeps,
+    ``creates_per_minute`` and ``create_burst`` per client address, ``page_size`` and ``max_page_size`` of
+    ``GET /api/tables``.
+    """
 
     hand_pause_s: float = 4.0
     bot_pace: float = 1.0
     anemone_bot_delay_ms: int = 700
     default_grace_s: float = 60.0
+    max_body_bytes: int = 65536
+    max_header_bytes: int = 16384
+    request_timeout_s: float = 10.0
+    keep_alive_s: int = 5
+    max_connections_per_address: int = 64
+    max_connections_per_token: int = 4
+    max_connections_per_address_per_table: int = 8
+    max_spectators: int = 500
+    max_sockets_per_address: int = 128
+    max_outbox: int = 500
+    table_message_interval_s: float = 0.25
+    open_table_idle_s: float = 1800.0
+    abandon_after_s: float = 600.0
+    expiry_check_s: float = 30.0
+    creates_per_minute: float = 10.0
+    create_burst: int = 20
+    page_size: int = 50
+    max_page_size: int = 200
     play_now_start_s: float = 5.0
     """Seconds a Play now table against bots waits for other people before it starts by itself."""
     solo_start_s: float = 3.0
@@ -187,6 +172,16 @@ class Table:
         self.broken: str | None = None
         self.gate: FairGate | None = FairGate(self) if info.name == "nerts" else None
         """Orders racing Nerts plays by estimated send time (``server/fairness.py``); ``None`` for other games."""
+        self.last_presence = time.monotonic()
+        """Monotonic seconds when a connection last came or went (or the table was built): an open table with
+        nobody connected expires ``open_table_idle_s`` after it."""
+        self.last_person = time.monotonic()
+        """Monotonic seconds when a seated person's connection last came or went: a table in play with no person
+        connected ends as abandoned its grace plus ``abandon_after_s`` after it."""
+        self._announce: asyncio.TimerHandle | None = None
+        self._to_watch: list[tuple[str, tuple[Peer, ...]]] = []
+        self._watch_flush: asyncio.Handle | None = None
+        self._announced_at = -1e9
         self.starts_at: float | None = None
         """When the table starts by itself (Unix time in seconds), or ``None``; see ``Manager.arm_autostart``."""
         self.start_on_hello = False
@@ -247,6 +242,12 @@ class Table:
             self._next_hand.cancel()
         if self.gate is not None:
             self.gate.close()
+        if self._announce is not None:
+            self._announce.cancel()
+            self._announce = None
+        if self._watch_flush is not None:
+            self._watch_flush.cancel()
+            self._watch_flush = None
         if self.autostart is not None:
             self.autostart.cancel()
         for seat in self.seats:
@@ -311,6 +312,7 @@ class Table:
 
     def _break(self, reason: str) -> None:
         self.broken = reason
+        self.flush_spectators()
         for peer in self.all_peers():
             peer.send_message({"type": "error", **_refusal(reason, "table.broken", {"detail": reason})})
             peer.close()
@@ -405,8 +407,25 @@ class Table:
                 for peer in seat.peers:
                     peer.send(text)
         if self.spectators and None in texts:
-            for peer in self.spectators:
-                peer.send(texts[None])
+            self._send_spectators(texts[None])
+
+    def _send_spectators(self, text: str) -> None:
+        """Queue ``text`` for every spectator, off the owner's path: the spectators present now get it in a callback
+        right after the owner's current step, so a seat's ack and updates never wait behind a large audience
+        (``bench/fanout.py``). Messages to spectators keep their order (:meth:`flush_spectators`)."""
+        if not self.spectators:
+            return
+        self._to_watch.append((text, tuple(self.spectators)))
+        if self._watch_flush is None:
+            self._watch_flush = asyncio.get_running_loop().call_soon(self.flush_spectators)
+
+    def flush_spectators(self) -> None:
+        """Hand spectators what :meth:`_send_spectators` queued (called before any message to one spectator)."""
+        self._watch_flush = None
+        pending, self._to_watch = self._to_watch, []
+        for text, peers in pending:
+            for peer in peers:
+                peer.send(text)
 
     def legal_for(self, seat: int | None) -> list[Action]:
         """``seat``'s legal actions now: empty for a spectator, between hands and for a seat that may not act."""
@@ -424,10 +443,34 @@ class Table:
         return peers
 
     def broadcast(self, message: dict[str, Any]) -> None:
-        """Send the same message to every connection."""
+        """Send the same message to every connection (encoded once; queueing never waits, ``Peer.send``)."""
         text = messages.encode(message)
-        for peer in self.all_peers():
-            peer.send(text)
+        for seat in self.seats:
+            for peer in seat.peers:
+                peer.send(text)
+        self._send_spectators(text)
+
+    def announce(self) -> None:
+        """Tell every connection that seats, connections or status changed: one ``table`` message with the table
+        as it is when sent, at most one per ``table_message_interval_s`` (changes in between are coalesced), so
+        connections coming and going cost each connection O(1) messages a second, not one per change."""
+        if self._announce is not None:
+            return
+        loop = asyncio.get_running_loop()
+        wait = self._announced_at + self.settings.table_message_interval_s - loop.time()
+        if wait <= 0:
+            self._send_table()
+        else:
+            self._announce = loop.call_later(wait, self._send_table)
+
+    def _send_table(self) -> None:
+        self._announce = None
+        self._announced_at = asyncio.get_running_loop().time()
+        self.broadcast({"type": "table", "table": self.to_dict()})
+
+    def people_connected(self) -> bool:
+        """Whether a seated person has a connection open."""
+        return any(seat.peers for seat in self.seats)
 
     # -- after each change: clock, bots ------------------------------------------------------------------
 
@@ -476,8 +519,6 @@ class Table:
         return out
 
     def _sync_bots(self) -> None:
-        from cardtable.server.bots import drive_seat
-
         wanted = self.driven_seats() if self.status == "playing" else {}
         for seat, (spec, task) in list(self._bot_tasks.items()):
             if wanted.get(seat) != spec or task.done():
@@ -541,8 +582,24 @@ class Table:
             if seat.away_timer is not None:
                 seat.away_timer.cancel()
                 seat.away_timer = None
-        self.broadcast({"type": "table", "table": self.to_dict()})
+        self.announce()
         self._after_change()
+
+    async def end(self, status: str) -> None:
+        """End the table early (the expiry sweep, on the owner): ``closed`` for an open table nobody came to,
+        ``abandoned`` for a table in play that no person came back to. The record so far stays; an abandoned
+        table is stored with its totals so far and no winners, and is published like a finished one."""
+        self.row.status = status
+        if status == "abandoned":
+            self.row.finished = now_iso()
+            self.row.totals = list(self.match.totals)
+            self.row.winners = None
+            self.row.hands_played = self.hand_index + 1
+            await self.store.update_status(self.id, status, finished=self.row.finished,
+                                           hands_played=self.row.hands_played, totals=self.row.totals, winners=None)
+        else:
+            await self.store.update_status(self.id, status)
+        self.broadcast({"type": "table", "table": self.to_dict()})
 
     # -- what connections see ---------------------------------------------------------------------------
 
@@ -579,18 +636,42 @@ class Table:
         }
 
     def send_snapshot(self, peer: Peer) -> None:
-        """Send ``peer`` a snapshot for its seat."""
+        """Send ``peer`` a snapshot for its seat (after what spectators still have queued, to keep the order)."""
+        if peer.seat is None:
+            self.flush_spectators()
         peer.send_message(self.snapshot(peer.seat))
 
     # -- connections and presence (called on the owner through submit_call) -----------------------------
+
+    def admit(self, peer: Peer, seat: int | None) -> None:
+        """``TableError`` 429 if ``peer`` may not join as ``seat`` (``None``: a spectator): the seat already has
+        ``max_connections_per_token`` connections, the peer's address ``max_connections_per_address_per_table``
+        at this table, or the table ``max_spectators`` spectators (``docs/protocol.md``, "Limits")."""
+        settings = self.settings
+        if seat is None:
+            if len(self.spectators) >= settings.max_spectators:
+                raise TableError(429, "connection.spectator_limit",
+                                 f"too many spectators: this table allows {settings.max_spectators}",
+                                 {"limit": settings.max_spectators})
+        elif len(self.seats[seat].peers) >= settings.max_connections_per_token:
+            limit = settings.max_connections_per_token
+            raise TableError(429, "connection.seat_limit", f"too many connections for this seat: at most {limit}",
+                             {"limit": limit})
+        same = sum(1 for other in self.all_peers() if other.address == peer.address)
+        if same >= settings.max_connections_per_address_per_table:
+            limit = settings.max_connections_per_address_per_table
+            raise TableError(429, "connection.address_limit",
+                             f"too many connections to this table from one address: at most {limit}", {"limit": limit})
 
     def attach(self, peer: Peer, seat: int | None) -> list[SeatRow]:
         """Seat ``peer`` (``None``: as a spectator); returns the seat rows that changed and need storing."""
         peer.seat = seat
         changed: list[SeatRow] = []
+        self.last_presence = time.monotonic()
         if seat is None:
             self.spectators.add(peer)
             return changed
+        self.last_person = self.last_presence
         state = self.seats[seat]
         state.peers.add(peer)
         if state.away_timer is not None:
@@ -609,8 +690,10 @@ class Table:
         self.spectators.discard(peer)
         if self.gate is not None:
             self.gate.forget(peer)
+        self.last_presence = time.monotonic()
         if peer.seat is None:
             return
+        self.last_person = self.last_presence
         state = self.seats[peer.seat]
         state.peers.discard(peer)
         if not state.peers:
@@ -634,4 +717,4 @@ class Table:
             return
         state.standin = STANDIN_BOTS[self.game]
         self._sync_bots()
-        self.broadcast({"type": "table", "table": self.to_dict()})
+        self.announce()

@@ -16,7 +16,11 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from cardtable.server import messages
 from cardtable.server.manager import Manager
-from cardtable.server.table import Peer, Play, Table, TableError, refusal_message
+from cardtable.server.play import Peer, Play
+from cardtable.server.table import Table, TableError, refusal_message
+
+FLUSH_TIMEOUT_S = 2.0
+"""Seconds the writer of a connection the server closes has to send what is queued and the close frame."""
 
 
 async def _writer(websocket: WebSocket, peer: Peer) -> None:
@@ -42,7 +46,17 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
         await websocket.send_text(messages.encode(error))
         await websocket.close(code=4404)
         return
-    peer = Peer()
+    settings = manager.settings
+    address = websocket.client.host if websocket.client else "?"
+    if manager.sockets[address] >= settings.max_sockets_per_address:
+        limit = settings.max_sockets_per_address
+        await websocket.send_text(messages.encode(refusal_message(
+            "error", f"too many connections from your address: at most {limit}", "connection.server_limit",
+            {"limit": limit})))
+        await websocket.close(code=1008)
+        return
+    manager.sockets[address] += 1
+    peer = Peer(address=address, max_outbox=settings.max_outbox)
     writer = asyncio.create_task(_writer(websocket, peer))
     limiter = messages.RateLimiter()
     identified = False
@@ -89,6 +103,9 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
                 except TableError as error:
                     code = "hello.bad_token" if error.code == "token.bad" else error.code
                     peer.send_message(refusal_message("error", str(error), code, error.params))
+                    if error.status == 429:  # over a connection cap: refused and closed
+                        peer.close()
+                        break
                     continue
                 identified = True
             elif not identified:
@@ -104,9 +121,18 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
     except WebSocketDisconnect:
         pass
     finally:
+        manager.sockets[address] -= 1
+        if manager.sockets[address] <= 0:
+            del manager.sockets[address]
         if identified and not table.broken:
             await manager.goodbye(table, peer)
+        # A connection closed by the server (no hello in time, over a cap, dropped) gets what was queued for it
+        # and a close frame: the writer has a moment to flush before it is cancelled.
+        flush = peer.closed
         peer.close()
+        if flush:
+            with contextlib.suppress(TimeoutError, Exception):
+                await asyncio.wait_for(asyncio.shield(writer), FLUSH_TIMEOUT_S)
         writer.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await writer

@@ -1,0 +1,479 @@
+"""Enemy Anemone as an OpenSpiel Python game, ``python_enemy_anemone`` (the ``ai`` extra; ``docs/ai.md``).
+
+Importing this module registers the game with ``pyspiel.register_game``; then
+``pyspiel.load_game("python_enemy_anemone", {"players": 4, "rounds": 1})`` makes it. The rules are
+``cardtable.games.anemone`` (``docs/rules/enemy-anemone.md``): this module only deals through chance nodes and
+translates actions.
+
+- Chance nodes deal each hand card by card (seat 0's cards first, then seat 1's, ...; with 2 seats then the 16
+  cards of the central deck, top first, so the draws are chance outcomes seen by no one until drawn), and, for
+  the first hand with ``random_first_leader``, draw the leader. A chance outcome is an engine card number
+  (0-59; the leader draw: a seat number).
+- Player actions are the indices of :mod:`cardtable.envs.anemone_encoding` (3,360 distinct actions).
+- Imperfect information: information state and observation strings and tensors per player, from the player's
+  own view and its private history only.
+- Rewards: each seat's points at the end of each hand; returns: the match totals so far, in points.
+- Parameters: ``players`` (2-6, default 4), ``rounds`` (1-10, default 1), ``random_first_leader`` (default
+  false), as the table's options.
+
+States implement ``resample_from_infostate`` (the hidden cards dealt again consistently with the player's view:
+hand counts, deck count, the voids forced discards reveal), which ``open_spiel.python.algorithms.ismcts`` uses.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from typing import Any
+
+import numpy as np
+import pyspiel
+
+from cardtable.bots import Bot, make_bot
+from cardtable.bots.ismcts import Determinizer
+from cardtable.envs import anemone_encoding as enc
+from cardtable.games.anemone import (
+    CODE,
+    POINTS_OF,
+    AnemoneMatch,
+    AnemoneOptions,
+    AnemoneState,
+    card_number,
+    game_cards,
+    hand_size,
+)
+
+GAME_NAME = "python_enemy_anemone"
+_DEFAULTS = {"players": 4, "rounds": 1, "random_first_leader": False}
+_MAX_TRICKS = 10
+_TERMINAL = int(pyspiel.PlayerId.TERMINAL)
+_CHANCE = int(pyspiel.PlayerId.CHANCE)
+_TRICK_SLOT = enc.CARDS + 2
+
+_GAME_TYPE = pyspiel.GameType(
+    short_name=GAME_NAME,
+    long_name="Enemy Anemone (cardtable)",
+    dynamics=pyspiel.GameType.Dynamics.SEQUENTIAL,
+    chance_mode=pyspiel.GameType.ChanceMode.EXPLICIT_STOCHASTIC,
+    information=pyspiel.GameType.Information.IMPERFECT_INFORMATION,
+    utility=pyspiel.GameType.Utility.GENERAL_SUM,
+    reward_model=pyspiel.GameType.RewardModel.REWARDS,
+    max_num_players=6,
+    min_num_players=2,
+    provides_information_state_string=True,
+    provides_information_state_tensor=True,
+    provides_observation_string=True,
+    provides_observation_tensor=True,
+    parameter_specification=_DEFAULTS,
+)
+
+
+def _points_in_game(players: int) -> int:
+    return sum(POINTS_OF[card] for card in game_cards(players))
+
+
+class EnemyAnemoneGame(pyspiel.Game):
+    """The game for some options (``players``, ``rounds``, ``random_first_leader``); a bad one is a
+    ``ValueError`` naming it."""
+
+    def __init__(self, params: dict[str, Any] | None = None) -> None:
+        values = dict(_DEFAULTS)
+        values.update(params or {})
+        self.options = AnemoneOptions(
+            players=int(values["players"]),
+            rounds=int(values["rounds"]),
+            random_first_leader=bool(values["random_first_leader"]),
+        )
+        players = self.options.players
+        size = hand_size(players)
+        deck = 16 if players == 2 else 0
+        turns_per_hand = players * size + deck
+        chance_per_hand = players * size + deck
+        info = pyspiel.GameInfo(
+            num_distinct_actions=enc.NUM_ACTIONS,
+            max_chance_outcomes=enc.CARDS,
+            num_players=players,
+            min_utility=0.0,
+            max_utility=float(_points_in_game(players) * self.options.rounds),
+            utility_sum=None,
+            max_game_length=(turns_per_hand + chance_per_hand) * self.options.rounds + 1,
+        )
+        super().__init__(_GAME_TYPE, info, params or {})
+
+    def new_initial_state(self) -> EnemyAnemoneState:
+        """A match about to be dealt (a chance node)."""
+        return EnemyAnemoneState(self)
+
+    def make_py_observer(
+        self, iig_obs_type: pyspiel.IIGObservationType | None = None, params: dict[str, Any] | None = None
+    ) -> AnemoneObserver:
+        """The observer for information states (``perfect_recall``) or observations."""
+        perfect_recall = iig_obs_type is not None and iig_obs_type.perfect_recall
+        return AnemoneObserver(self.options.players, perfect_recall)
+
+
+class _Core:
+    """The state's Python side, copied quickly (OpenSpiel clones a state by deep-copying its attributes)."""
+
+    __slots__ = ("dealt", "leader", "match", "ms", "player", "private", "public", "rewards")
+
+    def __init__(self, options: AnemoneOptions) -> None:
+        self.match = AnemoneMatch(options)
+        self.dealt: list[int] = []
+        self.leader: int | None = None
+        self.ms = 0
+        self.public: list[str | tuple[int, int]] = []  # a seat's action stays (seat, index) until shown
+        self.player = _CHANCE  # the player to act, kept up to date by the state
+        self.private: list[list[tuple[int, str]]] = [[] for _ in range(options.players)]
+        self.rewards = [0.0] * options.players
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Core:
+        other = _Core.__new__(_Core)
+        match = copy.copy(self.match)
+        match.totals = self.match.totals[:]
+        match.results = self.match.results[:]
+        hand = self.match.hand
+        match._hand = hand.copy() if hand is not None else None
+        match._anem = [faces[:] for faces in self.match._anem]
+        match._first_leaders = self.match._first_leaders[:]
+        other.match = match
+        other.dealt = self.dealt[:]
+        other.leader = self.leader
+        other.ms = self.ms
+        other.public = self.public[:]
+        other.player = self.player
+        other.private = [p[:] for p in self.private]
+        other.rewards = self.rewards[:]
+        return other
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+
+
+class EnemyAnemoneState(pyspiel.State):
+    """A match of Enemy Anemone in progress: chance deals, then the seats' turns, hand after hand."""
+
+    def __init__(self, game: EnemyAnemoneGame) -> None:
+        super().__init__(game)
+        self.core = _Core(game.options)
+
+    # ------------------------------------------------------------------ helpers
+
+    @property
+    def _options(self) -> AnemoneOptions:
+        return self.core.match.options
+
+    def _hand(self) -> AnemoneState | None:
+        """The hand in play (``None`` while dealing or once the match is over)."""
+        return self.core.match.hand if self.core.player >= 0 else None
+
+    def _dealing(self) -> bool:
+        return self.core.player == _CHANCE
+
+    def _deal_size(self) -> int:
+        players = self._options.players
+        return players * hand_size(players) + (16 if players == 2 else 0)
+
+    def _needs_leader(self) -> bool:
+        return self._options.random_first_leader and self.core.match.round == 0
+
+    # ------------------------------------------------------------------ pyspiel.State
+
+    def current_player(self) -> int:
+        """The seat to act, ``pyspiel.PlayerId.CHANCE`` while dealing, ``TERMINAL`` once the match is over."""
+        return self.core.player
+
+    def _legal_actions(self, player: int) -> list[int]:
+        hand = self._hand()
+        if hand is None or player != hand.turn:
+            return []
+        # the engine's own move list ((is a play, card, faces) for each legal action), indexed
+        spends = len(enc.SPENDS)
+        indices = []
+        for is_play, card, faces in hand.moves():
+            if is_play:
+                ones = faces.count(1)
+                indices.append(card * spends + enc.spend_index(ones, len(faces) - ones))
+            else:
+                indices.append(enc.PLAYS + card)
+        indices.sort()
+        return indices
+
+    def chance_outcomes(self) -> list[tuple[int, float]]:
+        """The cards not yet dealt, equally likely (or the seats, for the leader draw)."""
+        core = self.core
+        if len(core.dealt) < self._deal_size():
+            dealt = set(core.dealt)
+            left = [c for c in game_cards(self._options.players) if c not in dealt]
+            return [(c, 1.0 / len(left)) for c in left]
+        players = self._options.players
+        return [(s, 1.0 / players) for s in range(players)]
+
+    def _apply_action(self, action: int) -> None:
+        core = self.core
+        if core.player == _CHANCE:
+            self._deal(int(action))  # a hand's rewards stay until the next seat acts
+            return
+        core.rewards = [0.0] * self._options.players
+        hand = core.match.hand
+        assert hand is not None
+        seat = hand.to_act()[0]
+        record_action = enc.index_action(int(action))
+        events = hand.apply(seat, record_action, core.ms)
+        core.ms += 1000
+        core.public.append((seat, int(action)))
+        for event in events:
+            if event["type"] == "drew":
+                core.private[event["seat"]].append((len(core.public), f"drew:{','.join(event['cards'])}"))
+        if hand.is_over:
+            result = core.match.finish_hand()
+            core.rewards = [float(points) for points in result.scores]
+            core.public.append(f"end:{','.join(str(p) for p in result.scores)}")
+            core.dealt = []
+            core.leader = None
+        self._update_player()
+
+    def _update_player(self) -> None:
+        match = self.core.match
+        if match.is_over:
+            self.core.player = _TERMINAL
+        elif len(match.results) == match.round:
+            self.core.player = _CHANCE
+        else:
+            hand = match.hand
+            assert hand is not None
+            self.core.player = hand.turn
+
+    def _deal(self, outcome: int) -> None:
+        core = self.core
+        players = self._options.players
+        size = hand_size(players)
+        if len(core.dealt) < self._deal_size():
+            position = len(core.dealt)
+            core.dealt.append(outcome)
+            if position < players * size:
+                core.private[position // size].append((len(core.public), f"dealt:{CODE[outcome]}"))
+            if len(core.dealt) < self._deal_size() or self._needs_leader():
+                return
+        else:
+            core.leader = outcome
+            core.public.append(f"leader:{outcome}")
+        codes = [CODE[c] for c in core.dealt]
+        deal: dict[str, Any] = {"hands": [codes[s * size : (s + 1) * size] for s in range(players)]}
+        if players == 2:
+            deal["deck"] = codes[players * size :]
+        if self._needs_leader():
+            deal["leader"] = core.leader
+        core.match.start_hand(deal)
+        core.ms = 0
+        core.public.append(f"hand:{core.match.round}")
+        self._update_player()
+
+    def _action_to_string(self, player: int, action: int) -> str:
+        if player == pyspiel.PlayerId.CHANCE:
+            if len(self.core.dealt) >= self._deal_size():
+                return f"leader:{action}"
+            return f"deal:{CODE[action]}"
+        act = enc.index_action(action)
+        if act["type"] == "discard":
+            return f"discard {act['card']}"
+        spent = "".join(f"+{f}" for f in act["anemones"])
+        return f"play {act['card']}{spent}"
+
+    def is_terminal(self) -> bool:
+        """True once every hand of the match has been played."""
+        return bool(self.core.match.is_over)
+
+    def returns(self) -> list[float]:
+        """The match totals so far (points of the finished hands), per seat."""
+        return [float(t) for t in self.core.match.totals]
+
+    def rewards(self) -> list[float]:
+        """Points each seat scored by the last seat's action (its hand's points when that action ended a hand;
+        the deal that follows keeps them)."""
+        return list(self.core.rewards)
+
+    def resample_from_infostate(self, player_id: int, probability_sampler: Any = None) -> EnemyAnemoneState:
+        """A state ``player_id`` cannot tell from this one: every card hidden from it dealt again at random,
+        consistently with its view. Only while a hand is in play (else a plain clone)."""
+        state: EnemyAnemoneState = self.clone()
+        hand = state._hand()
+        if hand is None:
+            return state
+        view = hand.view(player_id)
+        seed = None
+        if probability_sampler is not None:
+            seed = int(probability_sampler() * 2**31) if callable(probability_sampler) else None
+        rng = random.Random(seed)
+        hands, deck = Determinizer(view).sample(rng)
+        round_start = _round_start(state.core.public)
+        for seat in range(self._options.players):
+            if seat == player_id:
+                continue
+            hand.hands[seat] = hands[seat]
+            played = [
+                entry["card"] for entry in view["trick"] + view["trick_discards"] if entry["seat"] == seat
+            ] + [
+                entry["card"]
+                for trick in view["tricks"]
+                for entry in trick["plays"] + trick["discards"]
+                if entry["seat"] == seat
+            ]
+            held = sorted([CODE[c] for c in hands[seat]] + played)
+            kept = [(i, token) for i, token in state.core.private[seat] if i < round_start]
+            kept.append((round_start, "held:" + ",".join(held)))
+            state.core.private[seat] = kept
+        hand.deck = deck
+        return state
+
+    def __str__(self) -> str:
+        hand = self.core.match.hand
+        if hand is None:
+            return f"dealing ({len(self.core.dealt)} cards dealt)"
+        view = hand.view(None)
+        return (
+            f"hand {view.get('round')}/{view.get('rounds')} turn {view['turn']} "
+            f"trick {[p['card'] for p in view['trick']]} points {view['points']} "
+            f"totals {self.core.match.totals}"
+        )
+
+
+def _round_start(public: list[str | tuple[int, int]]) -> int:
+    """Where the current (or last) hand's ``hand:N`` token is in ``public``; -1 before the first deal."""
+    for i in range(len(public) - 1, -1, -1):
+        token = public[i]
+        if isinstance(token, str) and token.startswith("hand:"):
+            return i
+    return -1
+
+
+class AnemoneObserver:
+    """OpenSpiel's observer interface (``tensor``, ``dict``, ``set_from``, ``string_from``).
+
+    Observation (``perfect_recall=False``): :func:`cardtable.envs.anemone_encoding.observe` of the player's view.
+    Information state (``perfect_recall=True``): the same, then the player's own cards dealt this hand (60), then
+    the current hand's tricks, trick by trick (10) and turn by turn (6): the card (60), 1 for a discard, the
+    value played.
+    """
+
+    def __init__(self, players: int, perfect_recall: bool) -> None:
+        self.players = players
+        self.perfect_recall = perfect_recall
+        size = enc.observation_size(players)
+        pieces: list[tuple[str, int, tuple[int, ...]]] = [("view", size, (size,))]
+        if perfect_recall:
+            pieces.append(("dealt", enc.CARDS, (enc.CARDS,)))
+            pieces.append(("tricks", _MAX_TRICKS * 6 * _TRICK_SLOT, (_MAX_TRICKS, 6, _TRICK_SLOT)))
+        self.tensor = np.zeros(sum(p[1] for p in pieces), np.float32)
+        self.dict: dict[str, Any] = {}
+        index = 0
+        for name, length, shape in pieces:
+            self.dict[name] = self.tensor[index : index + length].reshape(shape)
+            index += length
+
+    def set_from(self, state: EnemyAnemoneState, player: int) -> None:
+        """Fill ``tensor`` from ``player``'s point of view of ``state``."""
+        self.tensor.fill(0)
+        hand = state.core.match.hand
+        if hand is not None:
+            self.dict["view"][:] = enc.observe(hand.view(player), state.core.match.totals)
+        if not self.perfect_recall:
+            return
+        round_start = _round_start(state.core.public)
+        dealing = state._dealing()
+        for index, token in state.core.private[player]:
+            if token.startswith("dealt:") and (index > round_start or (not dealing and index == round_start)):
+                self.dict["dealt"][card_number(token[6:])] = 1
+        if hand is None or dealing:
+            return
+        view = hand.view(player)
+        tricks = [*view["tricks"], {"plays": view["trick"], "discards": view["trick_discards"]}]
+        for t, trick in enumerate(tricks[:_MAX_TRICKS]):
+            entries = [(p["order"], p["card"], 0, p["value"]) for p in trick["plays"]]
+            entries += [(d["order"], d["card"], 1, 0) for d in trick["discards"]]
+            for order, code, discard, value in entries:
+                slot = self.dict["tricks"][t, order]
+                slot[card_number(code)] = 1
+                slot[enc.CARDS] = discard
+                slot[enc.CARDS + 1] = value
+
+    def string_from(self, state: EnemyAnemoneState, player: int) -> str:
+        """The information state (everything ``player`` has seen, in order) or the observation as text."""
+        core = state.core
+        hand = core.match.hand
+        own = ",".join(hand.view(player)["hand"]) if hand is not None else ""
+        if self.perfect_recall:
+            tokens = [
+                token if isinstance(token, str) else f"{token[0]}:{state._action_to_string(token[0], token[1])}"
+                for token in core.public
+            ]
+            for index, token in reversed(core.private[player]):
+                tokens.insert(index, token)
+            return f"p{player} " + " ".join(tokens) + f" | hand:{own}"
+        if hand is None:
+            return f"p{player} dealing"
+        view = hand.view(player)
+        trick = " ".join(f"{p['seat']}:{p['card']}={p['value']}" for p in view["trick"])
+        discards = " ".join(f"{d['seat']}:{d['card']}" for d in view["trick_discards"])
+        return (
+            f"p{player} round:{view.get('round')} hand:{own} trick:[{trick}] discards:[{discards}] "
+            f"leader:{view['leader']} turn:{view['turn']} points:{view['points']} totals:{core.match.totals} "
+            f"anemones:{view['anemones']} supply:{view['supply']} deck:{view['deck_count']} "
+            f"piles:{[len(p) for p in view['score_piles']]} seen:{sorted(c for p in view['score_piles'] for c in p)}"
+        )
+
+
+pyspiel.register_game(_GAME_TYPE, EnemyAnemoneGame)
+
+
+class CardtableBot(pyspiel.Bot):
+    """One of cardtable's Enemy Anemone bots (a spec, ``"ismcts:hard"``, ``"heuristic"``..., or a bot object
+    such as ``IsmctsBot(seed, Budget(500, 60.0))``) as an OpenSpiel bot.
+
+    It sees only its seat's view and legal actions (``cardtable.bots``), never the state's hidden cards.
+    """
+
+    def __init__(self, player_id: int, spec: str | Bot = "ismcts:hard", seed: int = 0) -> None:
+        pyspiel.Bot.__init__(self)
+        self.player_id = player_id
+        self.bot = make_bot("anemone", spec, seed) if isinstance(spec, str) else spec
+
+    def step(self, state: EnemyAnemoneState) -> int:
+        """The action index the bot chooses for its seat (which must be to act)."""
+        hand = state.core.match.hand
+        assert hand is not None and state.current_player() == self.player_id
+        legal = hand.legal_actions(self.player_id)
+        action = self.bot.choose(hand.view(self.player_id), legal)
+        assert action is not None
+        return enc.action_index(action)
+
+    def restart_at(self, state: EnemyAnemoneState) -> None:
+        """Nothing to forget: the bot keeps no memory between moves."""
+
+    def inform_action(self, state: EnemyAnemoneState, player_id: int, action: int) -> None:
+        """Nothing to remember."""
+
+
+def ismcts_bot(game: EnemyAnemoneGame, simulations: int, uct_c: float = 10.0, seed: int = 0) -> pyspiel.Bot:
+    """OpenSpiel's own ``ISMCTSBot`` (random-rollout evaluator, UCT, most visited move) for this game.
+
+    ``uct_c`` is in points, the scale of the game's returns. OpenSpiel's Python ISMCTS keeps no memory between
+    moves but does not say so to ``evaluate_bots``; the bot returned here does (``restart_at`` and
+    ``inform_action`` do nothing).
+    """
+    from open_spiel.python.algorithms import ismcts, mcts
+
+    class _Bot(ismcts.ISMCTSBot):
+        def restart_at(self, state: pyspiel.State) -> None:
+            self.reset()
+
+        def inform_action(self, state: pyspiel.State, player_id: int, action: int) -> None:
+            pass
+
+    random_state = np.random.RandomState(seed)
+    evaluator = mcts.RandomRolloutEvaluator(1, random_state)
+    return _Bot(game, evaluator, uct_c, simulations, random_state=random_state)

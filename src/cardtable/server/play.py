@@ -1,0 +1,76 @@
+"""What a table's owner is asked to apply and whom it answers: :class:`Play` (an action from a connection, a bot or
+the clock) and :class:`Peer` (one WebSocket connection as the table sees it).
+
+Both the table owner (``server/table.py``) and the bot drivers (``server/bots.py``) import this module; neither
+imports the other's, so the layers read top-down: play, then bots, then table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from cardtable.engine import Action
+from cardtable.server import messages
+
+DEFAULT_MAX_OUTBOX = 500
+"""Messages waiting for a slow connection before it is dropped (``Settings.max_outbox``)."""
+
+
+class Peer:
+    """One WebSocket connection as the table sees it: its ``seat`` (``None``: spectator), its client ``address``
+    and its outbox.
+
+    The connection's writer task drains :attr:`outbox`; ``None`` in the outbox closes the connection. Queueing
+    never waits: a connection with ``max_outbox`` messages not yet written is a slow reader and is dropped (what is
+    queued is discarded, then it is closed), so one slow reader never holds up the table or the others.
+    """
+
+    __slots__ = ("address", "closed", "max_outbox", "outbox", "seat")
+
+    def __init__(self, seat: int | None = None, address: str = "?", max_outbox: int = DEFAULT_MAX_OUTBOX) -> None:
+        self.seat = seat
+        self.address = address
+        self.max_outbox = max_outbox
+        self.outbox: asyncio.Queue[str | None] = asyncio.Queue()
+        self.closed = False
+
+    def send(self, text: str) -> None:
+        """Queue one encoded message; a connection that falls ``max_outbox`` messages behind is dropped."""
+        if self.closed:
+            return
+        if self.outbox.qsize() >= self.max_outbox:
+            while not self.outbox.empty():
+                self.outbox.get_nowait()
+            self.close()
+            return
+        self.outbox.put_nowait(text)
+
+    def send_message(self, message: dict[str, Any]) -> None:
+        """Encode and queue one message."""
+        self.send(messages.encode(message))
+
+    def close(self) -> None:
+        """Ask the writer to close the connection (after what is already queued)."""
+        if not self.closed:
+            self.closed = True
+            self.outbox.put_nowait(None)
+
+
+@dataclass(slots=True)
+class Play:
+    """An action to apply: from a seat's connection (``peer``, ``seq``), a bot (``future``) or the clock (``due``,
+    the hand's ``ms`` it is due at).
+
+    ``future``, when given, gets ``(True, version)`` or ``(False, reason)``.
+    """
+
+    seat: int | None
+    action: Action
+    peer: Peer | None = None
+    seq: int | None = None
+    future: asyncio.Future[tuple[bool, Any]] | None = None
+    due: int | None = None
+    ms: int | None = None
+    """The stamp the Nerts fairness gate gave it (``server/fairness.py``): applied at that time, not at arrival."""

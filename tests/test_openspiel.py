@@ -1,0 +1,88 @@
+"""cardtable.openspiel: OpenSpiel's conformance test, its ISMCTS and evaluate_bots, and what a player sees."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+pyspiel = pytest.importorskip("pyspiel")
+
+import numpy as np  # noqa: E402
+from open_spiel.python.algorithms import evaluate_bots  # noqa: E402
+
+from cardtable.games.anemone import CODE  # noqa: E402
+from cardtable.openspiel import GAME_NAME, CardtableBot, ismcts_bot  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"players": 2, "rounds": 2},
+        {"players": 3, "random_first_leader": True},
+        {"players": 4},
+        {"players": 6},
+    ],
+)
+def test_random_sim_test_with_serialization(params: dict[str, object]) -> None:
+    game = pyspiel.load_game(GAME_NAME, params)
+    pyspiel.random_sim_test(game, num_sims=2, serialize=True, verbose=False)
+
+
+def test_parameters_and_bad_option() -> None:
+    game = pyspiel.load_game(GAME_NAME, {"players": 5, "rounds": 3})
+    assert game.num_players() == 5
+    assert game.get_parameters()["rounds"] == 3
+    with pytest.raises(ValueError, match="players"):
+        pyspiel.load_game(GAME_NAME, {"players": 7})
+
+
+def deal_out(game: pyspiel.Game, seed: int, moves: int) -> pyspiel.State:
+    rng = random.Random(seed)
+    state = game.new_initial_state()
+    while state.is_chance_node():
+        outcomes = [a for a, _ in state.chance_outcomes()]
+        state.apply_action(rng.choice(outcomes))
+    for _ in range(moves):
+        if state.is_chance_node() or state.is_terminal():
+            break
+        state.apply_action(rng.choice(state.legal_actions()))
+    return state
+
+
+@pytest.mark.parametrize("players", [2, 4])
+def test_resampled_state_is_the_same_information_state(players: int) -> None:
+    game = pyspiel.load_game(GAME_NAME, {"players": players})
+    state = deal_out(game, players, 9)
+    player = state.current_player()
+    others = [s for s in range(players) if s != player]
+    hands_before = [list(state.core.match.hand.hands[s]) for s in others]
+    changed = False
+    for _ in range(5):
+        sample = state.resample_from_infostate(player, pyspiel.UniformProbabilitySampler(0.0, 1.0))
+        assert sample.information_state_string(player) == state.information_state_string(player)
+        assert sample.information_state_tensor(player) == state.information_state_tensor(player)
+        assert sample.observation_tensor(player) == state.observation_tensor(player)
+        assert sample.legal_actions() == state.legal_actions()
+        changed |= [list(sample.core.match.hand.hands[s]) for s in others] != hands_before
+    assert changed
+    # the original was left alone
+    assert [list(state.core.match.hand.hands[s]) for s in others] == hands_before
+
+
+def test_strings_show_no_hidden_card() -> None:
+    game = pyspiel.load_game(GAME_NAME, {"players": 4})
+    state = deal_out(game, 1, 5)
+    hand = state.core.match.hand
+    for player in range(4):
+        hidden = {CODE[c] for s in range(4) if s != player for c in hand.hands[s]}
+        for text in (state.information_state_string(player), state.observation_string(player)):
+            assert not any(code in text.replace(",", " ").replace(":", " ").split() for code in hidden)
+
+
+def test_openspiel_ismcts_plays_ours_through_evaluate_bots() -> None:
+    game = pyspiel.load_game(GAME_NAME, {"players": 3})
+    bots = [CardtableBot(0, "heuristic", 1), ismcts_bot(game, 20, seed=2), CardtableBot(2, "random", 3)]
+    returns = evaluate_bots.evaluate_bots(game.new_initial_state(), bots, np.random.RandomState(4))
+    assert len(returns) == 3
+    assert sum(returns) == pytest.approx(sum(1 + (r in (3, 5, 8)) for r in range(1, 11)) * 3)
