@@ -29,6 +29,9 @@ def test_registered_specs_and_paces() -> None:
         "greedy:medium": 900,
         "greedy:hard": 550,
         "greedy": 0,
+        "expert:easy": 1500,
+        "expert:medium": 900,
+        "expert:hard": 550,
     }
     assert get_bot("nerts", "greedy").spec == "greedy"
     assert isinstance(make_bot("nerts", "greedy:hard", 3), GreedyBot)

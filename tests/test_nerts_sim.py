@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,7 @@ from cardtable import records
 from cardtable.bots.nerts import GreedyBot
 from cardtable.games.nerts import NertsMatch, NertsOptions
 from cardtable.replay import fold
-from cardtable.sim.nerts import play_hand, play_item, run
+from cardtable.sim.nerts import play_hand, play_item, play_timed_hand, run
 
 
 def test_a_hand_record_has_packs_and_replays_to_the_same_scores() -> None:
@@ -100,3 +101,32 @@ def test_run_prints_a_summary(capsys: pytest.CaptureFixture[str]) -> None:
     run(players=2, hands=2, seed=1, match_mode=True, options={"target_score": 10}, show=True)
     printed = capsys.readouterr().out
     assert "mean score" in printed and "hands ended by" in printed and "matches won" in printed
+
+
+def test_a_far_seat_is_compensated_through_the_shared_ordering() -> None:
+    def hand(cap: int) -> tuple[records.Record, Any]:
+        match = NertsMatch(NertsOptions(players=2))
+        record = records.new_record("nerts", [records.Seat(name="near"), records.Seat(name="far")], {"players": 2})
+        result = play_timed_hand(
+            match, [GreedyBot(1), GreedyBot(2)], 7, record, reactions=[550, 550], delays=[0, 140], cap_ms=cap
+        )
+        return record, result
+
+    plain, plain_result = hand(0)
+    fair, fair_result = hand(150)
+    for record, result in ((plain, plain_result), (fair, fair_result)):
+        assert fold(records.loads(records.dumps(record))).hands[0].scores == result.scores
+        times = [entry.ms for entry in record.hands[0].actions]
+        assert times == sorted(times)
+        assert len(result.extra["races"]) == 2 and len(result.extra["nerts_left"]) == 2
+    # the far seat's plays are stamped by their estimated send time: earlier than by arrival
+    first_far = next(e.ms for e in plain.hands[0].actions if e.seat == 1)
+    first_far_fair = next(e.ms for e in fair.hands[0].actions if e.seat == 1)
+    assert first_far_fair == first_far - 140
+
+
+def test_delays_must_match_the_seats() -> None:
+    with pytest.raises(ValueError, match="delays"):
+        play_timed_hand(NertsMatch(NertsOptions(players=2)), [GreedyBot(0), GreedyBot(1)], 1, delays=[0])
+    with pytest.raises(ValueError, match="delays"):
+        run(players=2, hands=1, seed=1, delays=[-3], show=False)

@@ -16,7 +16,10 @@ from typing import Protocol
 
 from cardtable.engine import Action, View
 
-_MODULES = {"nerts": "cardtable.bots.nerts", "anemone": "cardtable.bots.anemone"}
+_MODULES = {
+    "nerts": ("cardtable.bots.nerts", "cardtable.bots.nerts_expert"),
+    "anemone": ("cardtable.bots.anemone",),
+}
 
 
 class Bot(Protocol):
@@ -56,8 +59,8 @@ def bot_infos(game: str) -> list[BotInfo]:
     """Every bot of ``game``, weakest first; ``ValueError`` for an unknown game."""
     if game not in _MODULES:
         raise ValueError(f"unknown game {game!r} (known: {', '.join(sorted(_MODULES))})")
-    if game not in _REGISTRY:
-        importlib.import_module(_MODULES[game])
+    for module in _MODULES[game]:
+        importlib.import_module(module)  # cached after the first time
     return list(_REGISTRY[game].values())
 
 

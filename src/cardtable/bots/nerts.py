@@ -15,7 +15,7 @@ public API). Its priorities, first that applies:
 ``easy``/``medium``/``hard`` overlook a play (and flip instead) at a seeded rate. Deterministic for a seed.
 
 >>> from cardtable.bots import bot_infos
->>> [info.spec for info in bot_infos("nerts")]
+>>> [info.spec for info in bot_infos("nerts") if info.spec.startswith("greedy")]
 ['greedy:easy', 'greedy:medium', 'greedy:hard', 'greedy']
 """
 
@@ -46,6 +46,35 @@ def _red(code: str) -> int:
     return -1 if code.startswith("JK") else int(code[-1] in "HD")
 
 
+class WantedCards:
+    """The cards the open foundations take next (``"5S"`` on a foundation showing 4S), from a view's foundations.
+
+    Remembers its last answer: the engine shares unchanged foundation entries between views, so when every entry
+    is the very same object as last time, so is the answer (the entries are held, so they cannot be recycled).
+    """
+
+    __slots__ = ("_foundations", "_wanted")
+
+    def __init__(self) -> None:
+        self._foundations: list[dict[str, Any]] = []
+        self._wanted: frozenset[str] = frozenset()
+
+    def __call__(self, foundations: Sequence[dict[str, Any]]) -> frozenset[str]:
+        last = self._foundations
+        if len(last) == len(foundations) and all(a is b for a, b in zip(last, foundations, strict=True)):
+            return self._wanted
+        wanted = set()
+        for f in foundations:
+            if not f["finished"]:
+                top = f["cards"][-1]
+                code = top.get("as", top["card"])
+                if code in _NEXT:
+                    wanted.add(_NEXT[code])
+        self._foundations = list(foundations)
+        self._wanted = frozenset(wanted)
+        return self._wanted
+
+
 def _fits_on(card: str, top: str) -> bool:
     """Whether ``card`` may go on ``top`` in a work pile (jokers taken as fitting)."""
     if card.startswith("JK") or top.startswith("JK"):
@@ -61,6 +90,7 @@ class GreedyBot:
         self.miss_rate = miss_rate
         self.max_cycles = max_cycles
         self._seen: set[tuple[Any, ...]] = set()
+        self._wanted = WantedCards()
         self._stuck = False
         self._cycles = 0
 
@@ -85,11 +115,7 @@ class GreedyBot:
         waste_work: Action | None = None
         waste_empty: Action | None = None
         expose_empty: Action | None = None
-        wanted = {
-            _NEXT[f["cards"][-1].get("as", f["cards"][-1]["card"])]
-            for f in view["foundations"]
-            if not f["finished"] and f["cards"][-1].get("as", f["cards"][-1]["card"]) in _NEXT
-        }
+        wanted = self._wanted(view["foundations"])
         for action in legal:
             kind = action["type"]
             if kind == "move":

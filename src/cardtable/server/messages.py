@@ -62,9 +62,12 @@ class Resync(msgspec.Struct, tag_field="type", tag="resync", forbid_unknown_fiel
 
 
 class Ping(msgspec.Struct, tag_field="type", tag="ping", forbid_unknown_fields=True):
-    """``{"type": "ping", "t": 123.4}``: ``t`` is the client's clock in ms, echoed in the ``pong``."""
+    """``{"type": "ping", "t": 123.4, "rtt": 84.0}``: ``t`` is the client's clock in ms, echoed in the ``pong``;
+    ``rtt`` (optional) the round trip in ms the client measured from its previous ``pong`` (``docs/protocol.md``,
+    "Fairness")."""
 
     t: float = 0.0
+    rtt: float | None = None
 
 
 ClientMessage = Hello | ActionMessage | Resync | Ping

@@ -72,3 +72,5 @@ class Play:
     seq: int | None = None
     future: asyncio.Future[tuple[bool, Any]] | None = None
     due: int | None = None
+    ms: int | None = None
+    """The stamp the Nerts fairness gate gave it (``server/fairness.py``): applied at that time, not at arrival."""

@@ -22,6 +22,7 @@ from cardtable.engine import Action, Event, HandState, IllegalAction, Match
 from cardtable.games import GameInfo
 from cardtable.server import messages
 from cardtable.server.bots import drive_seat
+from cardtable.server.fairness import FairGate
 from cardtable.server.play import Peer, Play
 from cardtable.server.results import record_finished
 from cardtable.server.store import SeatRow, Store, TableRow
@@ -170,6 +171,8 @@ class Table:
         self._next_hand: asyncio.TimerHandle | None = None
         self._bot_tasks: dict[int, tuple[str, asyncio.Task[None]]] = {}
         self.broken: str | None = None
+        self.gate: FairGate | None = FairGate(self) if info.name == "nerts" else None
+        """Orders racing Nerts plays by estimated send time (``server/fairness.py``); ``None`` for other games."""
         self.last_presence = time.monotonic()
         """Monotonic seconds when a connection last came or went (or the table was built): an open table with
         nobody connected expires ``open_table_idle_s`` after it."""
@@ -238,6 +241,8 @@ class Table:
             handle.cancel()
         if self._next_hand is not None:
             self._next_hand.cancel()
+        if self.gate is not None:
+            self.gate.close()
         if self._announce is not None:
             self._announce.cancel()
             self._announce = None
@@ -267,8 +272,11 @@ class Table:
         return future
 
     def submit_play(self, play: Play) -> None:
-        """Queue an action."""
-        self.queue.put_nowait(play)
+        """Queue an action (Nerts: through the fairness gate, which orders racing plays by send time)."""
+        if self.gate is not None:
+            self.gate.submit(play)
+        else:
+            self.queue.put_nowait(play)
 
     async def _run(self) -> None:
         while True:
@@ -342,7 +350,7 @@ class Table:
                     continue
                 ms = max(self.now_ms(), self.last_ms, clock[0])
             else:
-                ms = max(self.now_ms(), self.last_ms)
+                ms = max(self.now_ms() if play.ms is None else play.ms, self.last_ms)
             if accepted and accepted[-1][1] not in texts:
                 texts[accepted[-1][1]] = self._updates(state, accepted[-1][2], accepted[-1][1])
             try:
@@ -542,6 +550,8 @@ class Table:
         self.state = self.match.start_hand(deal)
         self.hand_index, self.last_ms, self.n_actions = index, 0, 0
         self.hand_start = time.monotonic()
+        if self.gate is not None:
+            self.gate.reset()
         for peer in self.all_peers():
             self.send_snapshot(peer)
         self._after_change()
@@ -680,6 +690,8 @@ class Table:
     def detach(self, peer: Peer) -> None:
         """Forget ``peer``; a person left with no connection is played by a bot after the table's grace."""
         self.spectators.discard(peer)
+        if self.gate is not None:
+            self.gate.forget(peer)
         self.last_presence = time.monotonic()
         if peer.seat is None:
             return

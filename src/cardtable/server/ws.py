@@ -91,6 +91,8 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
                 continue
             if isinstance(message, messages.Ping):
                 peer.send_message({"type": "pong", "t": message.t, "server_ms": time.time() * 1000.0})
+                if message.rtt is not None and table.gate is not None and identified:
+                    table.gate.observe(peer, message.rtt)  # the delay estimate ("Fairness")
             elif isinstance(message, messages.Hello):
                 if identified:
                     peer.send_message(refusal_message(

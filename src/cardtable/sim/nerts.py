@@ -1,11 +1,23 @@
-"""Bot-only Nerts on a simulated clock: one hand (:func:`play_hand`) or many (:func:`run`, ``cardtable simulate``).
+"""Bot-only Nerts on a simulated clock: one hand (:func:`play_timed_hand`) or many (:func:`run`, ``cardtable simulate``).
 
-The clock: each seat acts every ``reaction_ms`` of its bot (``min_step_ms``, default 100, for bots that play
-instantly such as ``greedy``), plus a seeded jitter of up to a quarter of that, so no seat always goes first.
-The seat due soonest acts next (ties: lowest seat); the table's clock action (:meth:`NertsState.clock_action`:
-the end of the in-flight window or the stall guard's rotate) happens when it falls due before that. A bot may
-wait (``None``). Every hand ends: after ``max_stall_rotates`` stall-guard rotates with no progress between
-them, or after ``max_actions`` actions, the table ends it (``end_hand`` reason ``stalled``).
+The clock, as at a table with people:
+
+- each seat *looks* (its view and legal actions at that moment), its bot chooses, and the play is *sent* one
+  reaction time later (the bot's ``reaction_ms``, ``min_step_ms`` for instant bots, plus a seeded jitter of up to
+  a quarter of it); a seat ``delay`` ms away (0 unless simulating a far player) sees the table that much late and
+  its play *arrives* that much after it was sent. Meanwhile the others play on, so a card seen free may be gone:
+  that is a race, won or lost as at a table;
+- arrivals go through :class:`cardtable.race.RaceOrderer`, the same ordering the server uses (send-time order for
+  racing plays, compensation capped at ``cap_ms``; ``cap_ms=0``: arrival order), and the engine's tie window
+  judges the stamps it gives;
+- the table's clock actions (:meth:`NertsState.clock_action`: the end of the in-flight window after a Nerts call,
+  the stall guard's rotate) go through the same ordering when they fall due;
+- a seat looks again as soon as its play has been applied or refused; a bot that waits (``None``) looks again one
+  reaction later. Every hand ends: after ``max_stall_rotates`` stall-guard rotates with no progress between them,
+  or after ``max_actions`` actions, the table ends it (``end_hand`` reason ``stalled``).
+
+Races are tallied per seat: a *race* is a foundation place (a foundation and a rank) that two or more seats sent a
+card for; each entrant won it, tied (the tie window let both cards play) or lost (refused).
 
 >>> from cardtable.games.nerts import NertsMatch, NertsOptions
 >>> from cardtable.bots.nerts import GreedyBot
@@ -17,10 +29,13 @@ True
 
 from __future__ import annotations
 
+import heapq
+import math
 import random
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,11 +44,206 @@ from rich.table import Table
 
 from cardtable import records
 from cardtable.bots import Bot, get_bot
-from cardtable.engine import HandResult
+from cardtable.cards import RANK_CODES
+from cardtable.engine import HandResult, IllegalAction
 from cardtable.games.nerts import NertsMatch, NertsOptions, NertsState
+from cardtable.race import CLOCK_KEYS, DEFAULT_CAP_MS, RaceOrderer, race_keys
+from cardtable.sim.anemone import wilson
 from cardtable.sim.runner import open_out, parallel_map
 
-__all__ = ["play_hand", "play_item", "run"]
+__all__ = ["BotTally", "mean_interval", "play_hand", "play_item", "play_timed_hand", "run", "wilson"]
+
+
+@dataclass(slots=True)
+class _Play:
+    seat: int | None
+    action: dict[str, Any]
+    sent: int
+    place: tuple[int, int] | None = None  # (foundation id, rank) of a card to a started foundation
+    due: int | None = None  # a clock action's due time
+
+
+_RANK = {code: i + 1 for i, code in enumerate(RANK_CODES)}
+
+
+def _place(view: Mapping[str, Any], seat: int, action: Mapping[str, Any]) -> tuple[int, int] | None:
+    """The foundation place a move to ``foundation:ID`` aims at, read from the seat's own view."""
+    dst = action.get("to", "")
+    if action.get("type") != "move" or not dst.startswith("foundation:") or dst == "foundation:new":
+        return None
+    if "as" in action:
+        rank = _RANK[action["as"][:-1]]
+    else:
+        layout = next(lay for lay in view["layouts"] if seat in lay["seats"])
+        src = action["from"]
+        if src == "nerts":
+            code = layout["nerts"]["top"]
+        elif src == "waste":
+            code = layout["waste"]["top"]
+        else:
+            code = layout["work"][int(src[5:])][-1]
+        rank = _RANK.get(code[:-1], 0)
+    return (int(dst[11:]), rank)
+
+
+def play_timed_hand(
+    match: NertsMatch,
+    bots: Sequence[Bot],
+    seed: int,
+    record: records.Record | None = None,
+    *,
+    reactions: Sequence[int] | None = None,
+    delays: Sequence[int] | None = None,
+    cap_ms: int = DEFAULT_CAP_MS,
+    min_step_ms: int = 100,
+    max_stall_rotates: int = 3,
+    max_actions: int = 20000,
+) -> HandResult:
+    """Deal the next hand of ``match`` from ``seed``, let ``bots`` (one per seat) play it on the clock, score it.
+
+    ``reactions`` are the seats' reaction times in ms (default ``min_step_ms``); ``delays`` their one-way network
+    delays in ms (default 0), which the ordering compensates up to ``cap_ms`` (0: no compensation). When
+    ``record`` is given the hand (its deal written out as packs) and every applied action, with the ``ms`` the
+    rules used, are appended to it. Returns the :class:`~cardtable.engine.HandResult` that
+    :meth:`NertsMatch.finish_hand` scored, with ``extra``: ``called`` (seat or ``None``), ``nerts_left`` (cards
+    per seat), ``races`` (per seat ``[entered, won, tied, lost]``), ``earlier_won`` (``[races decided, won by the
+    earlier sender]``), ``actions`` and ``refused`` (plays the engine refused). ``ValueError`` when the bots,
+    reactions or delays do not match the seats.
+    """
+    players = match.players
+    if len(bots) != players:
+        raise ValueError(f"bots: {len(bots)} bots for {players} seats")
+    if reactions is not None and len(reactions) != players:
+        raise ValueError(f"reactions: {len(reactions)} for {players} seats")
+    if delays is not None and (len(delays) != players or any(d < 0 for d in delays)):
+        raise ValueError(f"delays: one per seat, 0 or more ms (got {list(delays)})")
+    steps = [max(r, min_step_ms) for r in (reactions or [0] * players)]
+    lags = list(delays or [0] * players)
+    deal = match.deal_cards(seed)
+    state: NertsState = match.start_hand(deal)
+    log: list[records.ActionRecord] | None = None
+    if record is not None:
+        hand = records.HandRecord(deal=deal, actions=[])
+        record.hands.append(hand)
+        log = hand.actions
+    rng = random.Random(seed ^ 0x5EED)
+    orderer: RaceOrderer[_Play] = RaceOrderer(cap_ms)
+    for seat, lag in enumerate(lags):
+        orderer.set_delay(seat, lag)
+    shared = match.options.partnerships
+    never = 1 << 62
+    look: list[int] = [rng.randint(0, steps[s] // 4) for s in range(players)]
+    arrivals: list[tuple[int, int, int, _Play]] = []  # (arrives, order, seat, play)
+    count = 0
+    clock_key: tuple[int, int, int | None] | None = None
+    clock: tuple[int, dict[str, Any]] | None = None
+    clock_sent: tuple[int, str] | None = None
+    stall_rotates = 0
+    progress = state.last_progress_ms
+    actions = refused = 0
+    table_actions = 0
+    attempts: dict[tuple[int, int], list[tuple[int, int, str]]] = {}  # place -> (seat, sent, outcome)
+    filled: set[tuple[int, int]] = set()
+    while not state.is_over:
+        key = (state.ms, state.last_progress_ms, state.called)
+        if key != clock_key:
+            clock_key, clock = key, state.clock_action()
+        now = min(look)
+        if arrivals and arrivals[0][0] < now:
+            now = arrivals[0][0]
+        if orderer.held:
+            due = orderer.next_due()
+            if due is not None and due < now:
+                now = due
+        if clock is not None and clock[0] < now and (clock[0], clock[1]["type"]) != clock_sent:
+            now = clock[0]
+        if now < state.ms:
+            now = state.ms
+        if clock is not None and clock[0] <= now and (clock[0], clock[1]["type"]) != clock_sent:
+            clock_sent = (clock[0], clock[1]["type"])
+            orderer.submit(_Play(None, dict(clock[1]), clock[0], due=clock[0]), None, now, CLOCK_KEYS)
+        while arrivals and arrivals[0][0] <= now:
+            _, _, seat, play = heapq.heappop(arrivals)
+            keys = race_keys(play.action, shared, state.layout_index(seat)) if cap_ms else frozenset()
+            orderer.submit(play, seat, now, keys)
+        for play, ms in orderer.release(now) if orderer.held else ():
+            if state.is_over:
+                break
+            if play.seat is None:
+                if state.clock_action() != (play.due, play.action):
+                    continue  # the clock moved on (progress, or a call) before this fell due
+                table_action = play.action
+                if table_action["type"] == "rotate":
+                    if state.last_progress_ms != progress:
+                        progress = state.last_progress_ms
+                        stall_rotates = 0
+                    stall_rotates += 1
+                    if stall_rotates > max_stall_rotates:
+                        table_action = {"type": "end_hand", "reason": "stalled"}
+                _apply(state, None, table_action, ms, log)
+                table_actions += 1
+                continue
+            seat = play.seat
+            look[seat] = now
+            try:
+                _apply(state, seat, play.action, ms, log)
+            except IllegalAction:
+                refused += 1
+                outcome = "lost"
+            else:
+                actions += 1
+                outcome = "tied" if play.place in filled else "won"
+                if play.place is not None:
+                    filled.add(play.place)
+            if play.place is not None:
+                attempts.setdefault(play.place, []).append((seat, play.sent, outcome))
+        if state.is_over:
+            break
+        if actions >= max_actions:
+            _apply(state, None, {"type": "end_hand", "reason": "stalled"}, max(now, orderer.last_ms), log)
+            table_actions += 1
+            break
+        for seat in range(players):
+            if look[seat] != now:
+                continue
+            step = steps[seat] + rng.randint(0, steps[seat] // 4)
+            view = state.view(seat)
+            action = bots[seat].choose(view, state.legal_actions(seat, now))
+            if action is None:
+                look[seat] = now + step
+                continue
+            look[seat] = never
+            # the seat saw the table as of ``now`` only ``lag`` ms later (updates travel too), then reacted
+            sent = now + lags[seat] + step
+            play = _Play(seat, dict(action), sent, _place(view, seat, action))
+            heapq.heappush(arrivals, (sent + lags[seat], count, seat, play))
+            count += 1
+    result = match.finish_hand()
+    tally = [[0, 0, 0, 0] for _ in range(players)]
+    decided = earlier = 0
+    for entries in attempts.values():
+        if len({seat for seat, _, _ in entries}) < 2:
+            continue
+        for seat, _, outcome in entries:
+            row = tally[seat]
+            row[0] += 1
+            row[{"won": 1, "tied": 2, "lost": 3}[outcome]] += 1
+        if not any(outcome == "tied" for _, _, outcome in entries):
+            first = min(entries, key=lambda e: e[1])
+            if sum(1 for e in entries if e[1] == first[1]) == 1:
+                decided += 1
+                earlier += first[2] == "won"
+    view = state.view(None)
+    result.extra.update(
+        called=state.called,
+        nerts_left=[view["layouts"][state.layout_index(s)]["nerts"]["count"] for s in range(players)],
+        races=tally,
+        earlier_won=[decided, earlier],
+        actions=actions,
+        applied=actions + table_actions,
+        refused=refused,
+    )
+    return result
 
 
 def play_hand(
@@ -47,53 +257,17 @@ def play_hand(
     max_stall_rotates: int = 3,
     max_actions: int = 20000,
 ) -> HandResult:
-    """Deal the next hand of ``match`` from ``seed``, let ``bots`` (one per seat) play it out, score it.
-
-    ``reactions`` are the seats' paces in ms (default: ``min_step_ms`` each). When ``record`` is given the hand
-    (its deal written out as packs, never a seed) and every applied action are appended to it. Returns the
-    :class:`~cardtable.engine.HandResult` that :meth:`NertsMatch.finish_hand` scored.
-    """
-    players = match.players
-    if len(bots) != players:
-        raise ValueError(f"bots: {len(bots)} bots for {players} seats")
-    steps = [max(r, min_step_ms) if reactions else min_step_ms for r in (reactions or [0] * players)]
-    deal = match.deal_cards(seed)
-    state: NertsState = match.start_hand(deal)
-    log: list[records.ActionRecord] | None = None
-    if record is not None:
-        hand = records.HandRecord(deal=deal, actions=[])
-        record.hands.append(hand)
-        log = hand.actions
-    rng = random.Random(seed ^ 0x5EED)
-    next_ms = [step + rng.randint(0, step // 4) for step in steps]
-    stall_rotates = 0
-    progress = state.last_progress_ms
-    actions = 0
-    while not state.is_over:
-        seat = min(range(players), key=next_ms.__getitem__)
-        now = next_ms[seat]
-        due = state.clock_action()
-        if due is not None and due[0] <= now:
-            at = max(due[0], state.ms)
-            table_action = due[1]
-            if table_action["type"] == "rotate":
-                if state.last_progress_ms != progress:
-                    progress = state.last_progress_ms
-                    stall_rotates = 0
-                stall_rotates += 1
-                if stall_rotates > max_stall_rotates:
-                    table_action = {"type": "end_hand", "reason": "stalled"}
-            _apply(state, None, table_action, at, log)
-            continue
-        if actions >= max_actions:
-            _apply(state, None, {"type": "end_hand", "reason": "stalled"}, max(now, state.ms), log)
-            break
-        action = bots[seat].choose(state.view(seat), state.legal_actions(seat, now))
-        if action is not None:
-            _apply(state, seat, action, now, log)
-            actions += 1
-        next_ms[seat] = now + steps[seat] + rng.randint(0, steps[seat] // 4)
-    return match.finish_hand()
+    """:func:`play_timed_hand` with every seat near the server (no network delay)."""
+    return play_timed_hand(
+        match,
+        bots,
+        seed,
+        record,
+        reactions=reactions,
+        min_step_ms=min_step_ms,
+        max_stall_rotates=max_stall_rotates,
+        max_actions=max_actions,
+    )
 
 
 def _apply(
@@ -108,13 +282,35 @@ def _apply(
         log.append(records.ActionRecord(seat=seat, ms=ms, action=dict(action)))
 
 
-def play_item(item: tuple[int, int, bool, tuple[str, ...], dict[str, Any]]) -> dict[str, Any]:
+def mean_interval(values: Sequence[float], z: float = 1.96) -> tuple[float, float, float]:
+    """``(mean, low, high)``: the mean and its 95% normal interval (``z`` standard errors); zeros when empty."""
+    n = len(values)
+    if n == 0:
+        return 0.0, 0.0, 0.0
+    mean = sum(values) / n
+    if n == 1:
+        return mean, mean, mean
+    var = sum((v - mean) ** 2 for v in values) / (n - 1)
+    half = z * math.sqrt(var / n)
+    return mean, mean - half, mean + half
+
+
+Item = tuple[int, int, bool, tuple[str, ...], dict[str, Any], tuple[int, ...], int, bool]
+
+
+def play_item(item: tuple[Any, ...]) -> dict[str, Any]:
     """One simulation unit, picklable for a process pool: a hand, or a whole match when ``match_mode``.
 
-    ``item`` is ``(players, seed, match_mode, bot_specs, options)``. Returns ``{"record": record dict,
-    "scores": [per hand per seat], "ended": [per hand], "actions": [per hand], "seconds": float}``.
+    ``item`` is ``(players, seed, match_mode, bot_specs, options[, delays, cap_ms, keep_record])``: one spec (and
+    one delay in ms) per seat. Returns ``{"record": record dict (``None`` unless ``keep_record``, default true),
+    "specs": [per seat], "scores": [per hand per seat], "ended": [per hand], "actions": [per hand: applied actions,
+    the table's included], "hands": [per hand: HandResult.extra], "winners": [...] or None, "delays": [per seat],
+    "seconds": float, "cpu_seconds": float}``.
     """
-    players, seed, match_mode, specs, extra = item
+    players, seed, match_mode, specs, extra = item[:5]
+    delays: tuple[int, ...] = item[5] if len(item) > 5 else (0,) * players
+    cap_ms: int = item[6] if len(item) > 6 else DEFAULT_CAP_MS
+    keep: bool = item[7] if len(item) > 7 else True
     options = NertsOptions.from_dict({**extra, "players": players})
     match = NertsMatch(options)
     infos = [get_bot("nerts", spec) for spec in specs]
@@ -125,27 +321,132 @@ def play_item(item: tuple[int, int, bool, tuple[str, ...], dict[str, Any]]) -> d
     )
     rng = random.Random(seed)
     started = time.perf_counter()
+    cpu = time.process_time()
     scores: list[list[int]] = []
     endings: list[str | None] = []
     counts: list[int] = []
+    details: list[dict[str, Any]] = []
     for _ in range(200 if match_mode else 1):
         bots = [info.make(rng.randrange(2**31)) for info in infos]
-        result = play_hand(
-            match, bots, rng.randrange(2**31), record, reactions=[i.reaction_ms for i in infos]
+        result = play_timed_hand(
+            match,
+            bots,
+            rng.randrange(2**31),
+            record if keep else None,
+            reactions=[i.reaction_ms for i in infos],
+            delays=delays,
+            cap_ms=cap_ms,
         )
         scores.append(result.scores)
         endings.append(result.ended)
-        counts.append(len(record.hands[-1].actions))
+        counts.append(result.extra["applied"])
+        details.append(result.extra)
         if match.is_over:
             break
     return {
-        "record": record.to_dict(),
+        "record": record.to_dict() if keep else None,
+        "specs": list(specs),
         "scores": scores,
         "ended": endings,
         "actions": counts,
+        "hands": details,
         "winners": match.winners(),
+        "delays": list(delays),
         "seconds": time.perf_counter() - started,
+        "cpu_seconds": time.process_time() - cpu,
     }
+
+
+@dataclass(slots=True)
+class BotTally:
+    """One bot spec's figures over a run, one entry per seat-hand: ``points``, ``won`` (1, 1/k when k seats tie
+    for the hand's best score, else 0), ``called`` (1 if it called Nerts), ``left`` (cards left in its Nerts pile),
+    ``diff`` (its points minus the mean of the other seats'); per seat-match ``matches`` (1, 1/k shared, 0);
+    ``races`` summed ``[entered, won, tied, lost]``."""
+
+    spec: str
+    points: list[float] = field(default_factory=list)
+    won: list[float] = field(default_factory=list)
+    called: list[float] = field(default_factory=list)
+    left: list[float] = field(default_factory=list)
+    diff: list[float] = field(default_factory=list)
+    matches: list[float] = field(default_factory=list)
+    races: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+
+    def add(self, result: Mapping[str, Any], seat: int) -> None:
+        """Add seat ``seat`` of one :func:`play_item` result."""
+        for scores, extra in zip(result["scores"], result["hands"], strict=True):
+            best = max(scores)
+            self.points.append(scores[seat])
+            self.won.append(1.0 / scores.count(best) if scores[seat] == best else 0.0)
+            self.called.append(1.0 if extra["called"] == seat else 0.0)
+            self.left.append(extra["nerts_left"][seat])
+            others = [s for i, s in enumerate(scores) if i != seat]
+            self.diff.append(scores[seat] - (sum(others) / len(others) if others else 0.0))
+            self.races = [a + b for a, b in zip(self.races, extra["races"][seat], strict=True)]
+        winners = result["winners"]
+        if winners is not None:
+            self.matches.append(1.0 / len(winners) if seat in winners else 0.0)
+
+    def summary(self) -> dict[str, Any]:
+        """Means with 95% intervals: ``hands``, ``win_rate`` (Wilson), ``points``, ``diff``, ``nerts_rate``
+        (Wilson), ``left``, ``match_rate`` (Wilson, over ``matches``) and ``races``."""
+        hands = len(self.won)
+        wins, calls = sum(self.won), sum(self.called)
+        return {
+            "hands": hands,
+            "win_rate": (wins / hands if hands else 0.0, *wilson(wins, hands)),
+            "points": mean_interval(self.points),
+            "diff": mean_interval(self.diff),
+            "nerts_rate": (calls / hands if hands else 0.0, *wilson(calls, hands)),
+            "left": mean_interval(self.left),
+            "matches": len(self.matches),
+            "match_rate": (
+                sum(self.matches) / len(self.matches) if self.matches else 0.0,
+                *wilson(sum(self.matches), len(self.matches)),
+            ),
+            "races": list(self.races),
+        }
+
+
+def items_for(
+    players: int,
+    count: int,
+    seed: int,
+    specs: Sequence[str],
+    match_mode: bool = False,
+    options: Mapping[str, Any] | None = None,
+    delays: Sequence[int] | None = None,
+    cap_ms: int = DEFAULT_CAP_MS,
+    rotate: bool = True,
+    keep_record: bool = True,
+) -> list[Item]:
+    """The items of a run: ``specs`` (and ``delays``, which travel with their bot) cycled over the seats.
+
+    With ``rotate``, item ``i`` replays deal ``seed + i // players`` with the seat list turned by ``i % players``:
+    each group of ``players`` items is one deal played from every seat, so the luck of the deal cancels (paired
+    deals). Without it, item ``i`` uses seed ``seed + i`` and no turning.
+    """
+    seat_specs = [specs[i % len(specs)] for i in range(players)]
+    seat_delays = [(list(delays) if delays else [0])[i % len(delays or [0])] for i in range(players)]
+    extra = dict(options or {})
+    items: list[Item] = []
+    for i in range(count):
+        turn = i % players if rotate else 0
+        deal_seed = seed + (i // players if rotate else i)
+        items.append(
+            (
+                players,
+                deal_seed,
+                match_mode,
+                tuple(seat_specs[(s - turn) % players] for s in range(players)),
+                extra,
+                tuple(seat_delays[(s - turn) % players] for s in range(players)),
+                cap_ms,
+                keep_record,
+            )
+        )
+    return items
 
 
 def run(
@@ -158,27 +459,40 @@ def run(
     bots: Sequence[str] | None = None,
     options: Mapping[str, Any] | None = None,
     show: bool = True,
+    delays: Sequence[int] | None = None,
+    cap_ms: int = DEFAULT_CAP_MS,
+    rotate: bool = True,
 ) -> dict[str, Any]:
-    """``cardtable simulate nerts``: ``hands`` hands (``match_mode``: whole matches) by bots, summarised.
+    """``cardtable simulate nerts``: ``hands`` hands (``match_mode``: whole matches) by bots on the clock, summarised.
 
-    ``bots`` are specs cycled over the seats (default ``greedy``). Item ``i`` uses seed ``seed + i``. Prints a
-    Rich progress bar and summary table (unless ``show`` is false), writes each record as one JSON line to
+    ``bots`` are specs cycled over the seats (default ``greedy``), ``delays`` the one-way delays (ms) that go with
+    them, ``cap_ms`` the ordering's compensation cap; seats are rotated over paired deals (:func:`items_for`).
+    Prints a Rich progress bar and summary tables (unless ``show`` is false), writes each record as one JSON line to
     ``out``, and returns the summary: ``mean_scores`` (per seat), ``endings``, ``mean_actions``,
-    ``hands_per_second``, ``hands``. ``ValueError`` for a bad bot spec or option.
+    ``hands_per_second`` (wall clock), ``hands_per_cpu_second`` (the simulator's own CPU time: hands/s/core
+    whatever else the machine runs), ``hands``, ``bots`` (per spec, ``"SPEC +D ms"`` for a bot ``D`` ms away:
+    :meth:`BotTally.summary`), ``earlier_won`` and, in match
+    mode, ``wins`` (per seat). ``ValueError`` for a bad bot spec, delay or option.
     """
     specs = tuple(bots or ("greedy",))
     for spec in specs:
         get_bot("nerts", spec)
-    seat_specs = tuple(specs[i % len(specs)] for i in range(players))
+    if delays is not None and (not delays or any(d < 0 for d in delays)):
+        raise ValueError(f"delays: 0 or more ms each (got {list(delays)})")
+    if cap_ms < 0:
+        raise ValueError(f"cap_ms must be 0 or more, not {cap_ms}")
     extra = dict(options or {})
     NertsOptions.from_dict({**extra, "players": players})
-    items = [(players, seed + i, match_mode, seat_specs, extra) for i in range(hands)]
+    items = items_for(players, hands, seed, specs, match_mode, extra, delays, cap_ms, rotate, out is not None)
     started = time.perf_counter()
     totals = [0] * players
     endings: Counter[str] = Counter()
     hand_count = 0
     action_count = 0
     wins = [0] * players
+    tallies: dict[str, BotTally] = {}
+    earlier = [0, 0]
+    cpu = 0.0
     handle = open_out(out)
     try:
         what = "matches" if match_mode else "hands"
@@ -187,9 +501,16 @@ def run(
                 totals = [t + s for t, s in zip(totals, scores, strict=True)]
             endings.update(str(e) for e in result["ended"])
             hand_count += len(result["scores"])
+            cpu += result["cpu_seconds"]
             action_count += sum(result["actions"])
             for w in result["winners"] or []:
                 wins[w] += 1
+            for seat, spec in enumerate(result["specs"]):
+                lag = result["delays"][seat]
+                name = f"{spec} +{lag} ms" if lag else spec
+                tallies.setdefault(name, BotTally(name)).add(result, seat)
+            for extra_hand in result["hands"]:
+                earlier = [a + b for a, b in zip(earlier, extra_hand["earlier_won"], strict=True)]
             if handle is not None:
                 handle.write(records.dumps(records.from_dict(result["record"])) + "\n")
     finally:
@@ -202,27 +523,69 @@ def run(
         "endings": dict(endings),
         "mean_actions": action_count / max(hand_count, 1),
         "hands_per_second": hand_count / elapsed if elapsed else 0.0,
+        "hands_per_cpu_second": hand_count / cpu if cpu else 0.0,
+        "bots": {spec: tally.summary() for spec, tally in tallies.items()},
+        "earlier_won": earlier,
     }
     if match_mode:
         summary["wins"] = wins
     if show:
-        console = Console()
-        table = Table(title=f"Nerts: {hand_count} hands, {players} seats")
-        table.add_column("seat")
-        table.add_column("bot")
-        table.add_column("mean score", justify="right")
-        if match_mode:
-            table.add_column("matches won", justify="right")
-        for s in range(players):
-            row = [str(s), seat_specs[s], f"{summary['mean_scores'][s]:.2f}"]
-            if match_mode:
-                row.append(str(wins[s]))
-            table.add_row(*row)
-        console.print(table)
-        ends = ", ".join(f"{k}: {v}" for k, v in sorted(endings.items()))
-        console.print(f"hands ended by {ends}")
-        console.print(
-            f"mean actions per hand {summary['mean_actions']:.1f}; "
-            f"{summary['hands_per_second']:.1f} hands/s over {jobs} process(es)"
-        )
+        print_summary(summary, players, match_mode, jobs)
     return summary
+
+
+def _fmt(triple: Sequence[float], pct: bool = False) -> str:
+    mean, low, high = triple
+    if pct:
+        return f"{mean:.1%} [{low:.1%}, {high:.1%}]"
+    return f"{mean:.2f} [{low:.2f}, {high:.2f}]"
+
+
+def print_summary(summary: Mapping[str, Any], players: int, match_mode: bool, jobs: int, title: str = "") -> None:
+    """Print a :func:`run` summary: per seat, per bot (with 95% intervals), endings and speed."""
+    console = Console()
+    if not console.is_terminal:
+        console.width = 160  # a file or a pipe: do not wrap the figures
+    table = Table(title=f"Nerts: {summary['hands']} hands, {players} seats")
+    table.add_column("seat")
+    table.add_column("mean score", justify="right")
+    if match_mode:
+        table.add_column("matches won", justify="right")
+    for s in range(players):
+        row = [str(s), f"{summary['mean_scores'][s]:.2f}"]
+        if match_mode:
+            row.append(str(summary["wins"][s]))
+        table.add_row(*row)
+    console.print(table)
+    bots = Table(title=title or "Per bot, seats rotated (95% intervals)")
+    bots.add_column("bot", no_wrap=True)
+    for name in ( "seat-hands", "hands won", "points", "vs field", "Nerts calls", "cards left", "races won"):
+        bots.add_column(name, justify="right")
+    if match_mode:
+        bots.add_column("matches won", justify="right")
+    for spec, entry in summary["bots"].items():
+        entered, won, tied, _lost = entry["races"]
+        row = [
+            spec,
+            str(entry["hands"]),
+            _fmt(entry["win_rate"], pct=True),
+            _fmt(entry["points"]),
+            _fmt(entry["diff"]),
+            _fmt(entry["nerts_rate"], pct=True),
+            _fmt(entry["left"]),
+            f"{won}+{tied} tied / {entered}" if entered else "-",
+        ]
+        if match_mode:
+            row.append(_fmt(entry["match_rate"], pct=True))
+        bots.add_row(*row)
+    console.print(bots)
+    ends = ", ".join(f"{k}: {v}" for k, v in sorted(summary["endings"].items()))
+    console.print(f"hands ended by {ends}")
+    decided, earlier = summary["earlier_won"]
+    if decided:
+        console.print(f"races decided without a tie: {decided}, won by the earlier sender: {earlier / decided:.1%}")
+    console.print(
+        f"mean actions per hand {summary['mean_actions']:.1f}; "
+        f"{summary['hands_per_second']:.1f} hands/s over {jobs} process(es), "
+        f"{summary['hands_per_cpu_second']:.1f} hands per CPU second (per core)"
+    )

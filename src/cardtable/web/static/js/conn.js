@@ -31,7 +31,9 @@ export class TableConnection {
       ws.send(JSON.stringify({ type: 'hello', token: this.token }));
       this.h.status?.('open');
       clearInterval(this.pinger);
-      this.pinger = setInterval(() => this.send({ type: 'ping', t: performance.now() }), 15000);
+      // every 2 s, with the last round trip: the server's delay estimate for fair races (docs/protocol.md, "Fairness")
+      this.pinger = setInterval(() => this.send(this.rtt == null ? { type: 'ping', t: performance.now() }
+        : { type: 'ping', t: performance.now(), rtt: this.rtt }), 2000);
     };
     ws.onmessage = (ev) => {
       let msg;
