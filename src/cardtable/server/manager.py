@@ -131,8 +131,8 @@ class Manager:
     async def sweep(self) -> None:
         """One expiry sweep (every ``expiry_check_s``): an open table with nobody connected for
         ``open_table_idle_s`` is closed (status ``closed``); a table in play with no person connected for its grace
-        plus ``abandon_after_s`` ends as ``abandoned`` (record kept, published like a finished one); a finished
-        table with nobody connected leaves memory (the database answers for it). Each runs on the table's owner."""
+        plus ``abandon_after_s`` ends as ``abandoned`` (record kept, published like a finished one). Each runs on the
+        table's owner. (Finished tables stay live: the web client watches a finished game through its socket.)"""
         now = time.monotonic()
         settings = self.settings
         for table in list(self.tables.values()):
@@ -141,23 +141,20 @@ class Manager:
             if table.status == "open" and not table.all_peers():
                 if now - table.last_presence > settings.open_table_idle_s:
                     await self._end(table, "closed")
-            elif table.status == "playing" and not table.people_connected():
-                if now - table.last_person > table.row.grace_seconds + settings.abandon_after_s:
-                    await self._end(table, "abandoned")
-            elif table.status == "finished" and not table.all_peers():
-                await self._end(table, None)
+            elif (table.status == "playing" and not table.people_connected()
+                  and now - table.last_person > table.row.grace_seconds + settings.abandon_after_s):
+                await self._end(table, "abandoned")
         for address, bucket in list(self.creates.items()):
             if bucket.full():
                 del self.creates[address]
 
-    async def _end(self, table: Table, status: str | None) -> None:
+    async def _end(self, table: Table, status: str) -> None:
         async def go() -> bool:
             if status == "closed" and (table.status != "open" or table.all_peers()):
                 return False
             if status == "abandoned" and (table.status != "playing" or table.people_connected()):
                 return False
-            if status is not None:
-                await table.end(status)
+            await table.end(status)
             return True
 
         try:
@@ -166,8 +163,7 @@ class Manager:
             log.exception("table %s: ending it as %s failed", table.id, status)
             return
         if ended:
-            if status is not None:
-                log.info("table %s: %s", table.id, status)
+            log.info("table %s: %s", table.id, status)
             self.tables.pop(table.id, None)
             self._disarm_autostart(table)
             table.flush_spectators()
