@@ -39,6 +39,7 @@ from sqlalchemy.engine import Connection
 from cardtable import bots
 from cardtable.games import game_names
 from cardtable.server import players_schema as ps
+from cardtable.server.guard import error_responses
 from cardtable.server.store import Store
 from cardtable.server.tokens import hash_token
 
@@ -270,7 +271,7 @@ def _me(account: Account) -> dict[str, Any]:
 
 # -- routes -------------------------------------------------------------------------------------------------
 
-@router.post("/accounts", status_code=201)
+@router.post("/accounts", status_code=201, responses=error_responses(403, 409, 413, 422, 429))
 async def sign_up(body: Credentials, request: Request, response: Response) -> dict[str, Any]:
     """Make an account and sign in: ``{"id", "name"}`` and the session cookie. Refusals: 429 ``account.rate_limited``
     (too many accounts from one address), 422 ``account.name_invalid``,
@@ -309,7 +310,7 @@ async def sign_up(body: Credentials, request: Request, response: Response) -> di
     return _me(Account(made[0], name))
 
 
-@router.post("/session")
+@router.post("/session", responses=error_responses(401, 403, 413, 422, 429))
 async def sign_in(body: Credentials, request: Request, response: Response) -> dict[str, Any]:
     """Sign in: ``{"id", "name"}`` and the session cookie. Refusals: 401 ``account.bad_credentials`` (unknown name or
     wrong password, the same answer for both), 429 ``account.rate_limited`` (``retry_after_s``), 403 ``account.cross_origin``."""
@@ -341,7 +342,7 @@ async def sign_in(body: Credentials, request: Request, response: Response) -> di
     return _me(Account(row.id, row.name))
 
 
-@router.delete("/session", status_code=204)
+@router.delete("/session", status_code=204, responses=error_responses(403))
 async def sign_out(request: Request) -> Response:
     """Sign out: the session ends and the cookie is cleared (also when there was none)."""
     check_origin(request)
@@ -358,7 +359,7 @@ async def sign_out(request: Request) -> Response:
     return response
 
 
-@router.get("/session")
+@router.get("/session", responses=error_responses())
 async def session(request: Request) -> dict[str, Any]:
     """Who is signed in, for pages that show it: ``{"account": {"id", "name"}}`` or ``{"account": null}`` (never
     a refusal, so that a guest's page logs no error)."""
@@ -366,13 +367,13 @@ async def session(request: Request) -> dict[str, Any]:
     return {"account": None if account is None else _me(account)}
 
 
-@router.get("/me")
+@router.get("/me", responses=error_responses(401))
 async def me(request: Request) -> dict[str, Any]:
     """The signed-in account ``{"id", "name"}``; 401 ``account.not_signed_in``."""
     return _me(await require_account(request))
 
 
-@router.delete("/me", status_code=204)
+@router.delete("/me", status_code=204, responses=error_responses(401, 403))
 async def delete_me(request: Request) -> Response:
     """Delete the signed-in account: its name is freed, its password, sessions and ratings go; its matches stay,
     shown as a deleted player. 401 ``account.not_signed_in``, 403 ``account.cross_origin``."""
@@ -452,7 +453,7 @@ async def bind_seat(request: Request, table: Table, seat: int, token: str) -> st
     return derived
 
 
-@router.get("/me/seats")
+@router.get("/me/seats", responses=error_responses(401))
 async def my_seats(request: Request) -> list[dict[str, Any]]:
     """The seats the signed-in player holds at open tables and tables in play, each with its token (the same in
     every browser): ``[{"table": TABLE, "seat", "token"}]``. 401 ``account.not_signed_in``."""

@@ -232,3 +232,22 @@ def guarded_h11(max_connections_per_address: int, request_timeout_s: float) -> t
             super().handle_websocket_upgrade(event)
 
     return GuardedH11Protocol
+
+
+_REASONS = {
+    400: "The request cannot be read.",
+    401: "Not signed in, or the name or password is wrong.",
+    403: "The token holds no seat at this table, or the request came from another site.",
+    404: "No such table or player.",
+    409: "The table's state does not allow it (full, seat taken, started, not finished), or the name is taken.",
+    413: "The request body is too large.",
+    422: "The request is not valid (body, query or options); `detail` says what, never repeating the input.",
+    429: "Too many requests from this address; try again later.",
+    431: "The request head (path, query and headers) is too large.",
+}
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` (``{status: {"model": ErrorBody, ...}}``) for the refusals a route can answer (and 431, which any route can), each an
+    ``ErrorBody``."""
+    return {status: {"model": ErrorBody, "description": _REASONS[status]} for status in (*statuses, 431)}

@@ -16,29 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from cardtable import bots
 from cardtable.games import game_names, get_game
 from cardtable.server.accounts import bind_seat
-from cardtable.server.guard import ErrorBody
+from cardtable.server.guard import error_responses as _errors
 from cardtable.server.manager import PLAY_NOW_BOTS, Manager
 from cardtable.server.players import play_now_bot
 
 router = APIRouter(prefix="/api")
-
-_REASONS = {
-    400: "The request cannot be read.",
-    403: "The token holds no seat at this table.",
-    404: "No such table.",
-    409: "The table's state does not allow it (full, seat taken, started, not finished).",
-    413: "The request body is too large.",
-    422: "The request is not valid (body, query or options); `detail` says what, never repeating the input.",
-    429: "Too many requests from this address; try again later.",
-    431: "The request head (path, query and headers) is too large.",
-}
-
-
-def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI ``responses`` for the refusals a route can answer (and 431, which any route can), each an
-    ``ErrorBody``."""
-    return {status: {"model": ErrorBody, "description": _REASONS[status]} for status in (*statuses, 431)}
-
 
 class SeatSpec(BaseModel):
     """A seat of a new table: ``open`` for a person, or ``bot`` with its spec (``"greedy:medium"``)."""

@@ -17,6 +17,7 @@ from cardtable import ratings
 from cardtable.games import game_names
 from cardtable.server import players_schema as ps
 from cardtable.server.accounts import AccountError, current_account, name_key
+from cardtable.server.guard import error_responses
 from cardtable.server.store import Store
 
 router = APIRouter(prefix="/api", tags=["players"])
@@ -46,7 +47,7 @@ async def _find(conn: AsyncConnection, name: str) -> Any:
     return row
 
 
-@router.get("/leaderboard")
+@router.get("/leaderboard", responses=error_responses(422))
 async def leaderboard(
     request: Request, game: Annotated[str, Query(max_length=40)] = "nerts",
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
@@ -69,7 +70,7 @@ async def leaderboard(
             for i, row in enumerate(rows)]
 
 
-@router.get("/players/{name}")
+@router.get("/players/{name}", responses=error_responses(404, 422))
 async def player(name: str, request: Request) -> dict[str, Any]:
     """A player's page: ``{"name", "kind", "created", "games": {game: {"rating": {"ordinal", "mu", "sigma",
     "matches"} | null, "history": [{"at", "table", "ordinal"}] (oldest first, the last 200), "matches", "wins",
@@ -117,7 +118,7 @@ def _cursor(finished: str, table_id: str) -> str:
     return f"{finished}~{table_id}"
 
 
-@router.get("/players/{name}/matches")
+@router.get("/players/{name}/matches", responses=error_responses(404, 422))
 async def player_matches(
     name: str, request: Request, game: Annotated[str | None, Query(max_length=40)] = None,
     before: Annotated[str | None, Query(max_length=80)] = None,
