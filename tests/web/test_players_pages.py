@@ -77,6 +77,7 @@ def test_sign_up_play_a_bot_and_see_the_rating(browser: Browser, server: str, sc
     assert page.url.rstrip("/") == server
 
     # a one-round Enemy Anemone match against a bot, from the lobby
+    page.click("#custom > summary")  # the long form is behind "Custom table"
     page.click("button[data-game=anemone]")
     page.fill("[name=players]", "2")
     page.fill("[name=rounds]", "1")
