@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -19,16 +18,12 @@ import httpx
 import pytest
 from websockets.sync.client import ClientConnection, connect
 
+from services import free_port
+
 Message = dict[str, Any]
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class Server:

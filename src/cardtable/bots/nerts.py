@@ -22,7 +22,7 @@ public API). Its priorities, first that applies:
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cardtable.bots import BotInfo, register
@@ -80,6 +80,20 @@ def _fits_on(card: str, top: str) -> bool:
     if card.startswith("JK") or top.startswith("JK"):
         return True
     return _rank(card) == _rank(top) - 1 and _red(card) != _red(top)
+
+
+def pass_signature(view: View, layout: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a full pass through the stock would change if any card moved: stock and waste counts, the waste's top,
+    the Nerts pile's count, cards on the work piles and in the foundations. A bot that sees the same signature
+    twice has flipped a whole pass without a play (rules: "Calling Nerts and the end of a hand", stuck)."""
+    return (
+        layout["stock"]["count"],
+        layout["waste"]["count"],
+        layout["waste"]["top"],
+        layout["nerts"]["count"],
+        sum(len(p) for p in layout["work"]),
+        sum(len(f["cards"]) for f in view["foundations"]),
+    )
 
 
 class GreedyBot:
@@ -180,15 +194,7 @@ class GreedyBot:
                         return self._did(choice)
         if call is not None:
             return self._did(call)
-        found_cards = sum(len(f["cards"]) for f in view["foundations"])
-        signature = (
-            layout["stock"]["count"],
-            layout["waste"]["count"],
-            layout["waste"]["top"],
-            layout["nerts"]["count"],
-            sum(len(p) for p in work),
-            found_cards,
-        )
+        signature = pass_signature(view, layout)
         if flip is not None and signature not in self._seen:
             self._seen.add(signature)
             return flip

@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cardtable.bots import BotInfo, bot_infos, register
-from cardtable.bots.nerts import _NEXT, WantedCards, _fits_on, _rank
+from cardtable.bots.nerts import _NEXT, WantedCards, _fits_on, _rank, pass_signature
 from cardtable.engine import Action, View
 
 __all__ = ["ExpertBot", "StockMemory"]
@@ -355,15 +355,7 @@ class ExpertBot:
                 return flip if hopeful else None
             return None
         # no memory: as the greedy bot, a full pass with no change means stuck
-        found_cards = sum(len(f["cards"]) for f in view["foundations"])
-        signature = (
-            layout["stock"]["count"],
-            layout["waste"]["count"],
-            layout["waste"]["top"],
-            layout["nerts"]["count"],
-            sum(len(p) for p in work),
-            found_cards,
-        )
+        signature = pass_signature(view, layout)
         if flip is not None and signature not in self._seen:
             self._seen.add(signature)
             return flip
