@@ -1,4 +1,4 @@
-"""Shared test settings: Hypothesis profiles sized for a 2-core machine, and the databases store tests run on."""
+"""Shared test settings: Hypothesis profiles sized for a 2-core machine, the databases store tests run on, and Redis."""
 
 from collections.abc import Iterator
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from services import Postgres, new_database, postgres_cluster
+from services import Postgres, Redis, flush_redis, new_database, postgres_cluster, redis_server
 
 settings.register_profile(
     "default", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -27,3 +27,17 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite+aiosqlite:///{tmp_path / 'test.db'}"
     return new_database(request.getfixturevalue("postgres"))
+
+
+@pytest.fixture(scope="session")
+def redis() -> Iterator[Redis]:
+    """A private Redis for this test process (tests/services.py), started on first use."""
+    with redis_server() as server:
+        yield server
+
+
+@pytest.fixture
+def redis_url(redis: Redis) -> str:
+    """The URL of the private Redis, emptied (``FLUSHALL``) for this test."""
+    flush_redis(redis)
+    return redis.url()

@@ -1,9 +1,10 @@
-"""Real services the tests start for themselves: a private PostgreSQL cluster (no mocks, nothing shared).
+"""Real services the tests start for themselves: a private PostgreSQL cluster and a private Redis (no mocks, nothing shared).
 
 :func:`postgres_cluster` runs ``initdb`` and ``pg_ctl`` from the installed PostgreSQL (``/usr/lib/postgresql/*/bin``,
 which ``scripts/setup --test`` installs from Debian when missing) in a temporary folder, on a free port of
 127.0.0.1, and stops it at the end. As root it runs them as the ``postgres`` user (``initdb`` refuses root).
-:func:`new_database` makes an empty database in it for one test.
+:func:`new_database` makes an empty database in it for one test. :func:`redis_server` runs ``redis-server`` (Debian's,
+installed by ``scripts/setup --test`` when missing) on a free port with no persistence, and stops it at the end.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -105,3 +107,59 @@ def new_database(cluster: Postgres) -> str:
 
     asyncio.run(make())
     return cluster.url(name)
+
+
+@dataclass(frozen=True, slots=True)
+class Redis:
+    """A running private Redis on ``127.0.0.1:port`` (no password, nothing saved to disk)."""
+
+    port: int
+
+    def url(self, db: int = 0) -> str:
+        """The ``redis://`` URL of logical database ``db`` (0 to 15)."""
+        return f"redis://127.0.0.1:{self.port}/{db}"
+
+
+@contextlib.contextmanager
+def redis_server() -> Iterator[Redis]:
+    """Start a private ``redis-server`` and yield it; stopped and its folder deleted afterwards.
+
+    ``RuntimeError`` when Redis is not installed or does not answer within 10 s.
+    """
+    binary = shutil.which("redis-server") or ("/usr/bin/redis-server" if os.path.exists("/usr/bin/redis-server") else None)
+    if binary is None:
+        raise RuntimeError("redis-server is not installed: run scripts/setup --test")
+    folder = Path(tempfile.mkdtemp(prefix="cardtable-redis-"))
+    port = free_port()
+    process = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", str(folder), "--daemonize", "no", "--loglevel", "warning"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        for _ in range(200):
+            if process.poll() is not None:
+                raise RuntimeError(f"Redis did not start: {process.stderr.read().decode(errors='replace') if process.stderr else ''}")
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        else:
+            raise RuntimeError("Redis did not answer within 10 s")
+        yield Redis(port=port)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def flush_redis(server: Redis) -> None:
+    """Empty every logical database of ``server`` (``FLUSHALL``), so one test starts from nothing."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        s.sendall(b"*1\r\n$8\r\nFLUSHALL\r\n")
+        reply = s.recv(64)
+    if not reply.startswith(b"+OK"):
+        raise RuntimeError(f"FLUSHALL failed: {reply!r}")
