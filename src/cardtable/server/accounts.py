@@ -24,6 +24,7 @@ import secrets
 import time
 import unicodedata
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -439,6 +440,7 @@ async def bind_seat(request: Request, table: Table, seat: int, token: str) -> st
         if row.kind != "person" or row.token_hash != hash_token(token):
             return
         row.name, row.token_hash = account.name, hash_token(derived)
+        table.seats[seat].account = (row.token_hash, account.name)
         await store.update_seat(table.id, row)
 
         def fn(conn: Connection) -> None:
@@ -451,6 +453,55 @@ async def bind_seat(request: Request, table: Table, seat: int, token: str) -> st
 
     await table.submit_call(go)
     return derived
+
+
+_IN_CHUNK = 500
+"""Table ids per ``IN (...)`` query (well under SQLite's bound-parameter limit)."""
+
+
+async def restore_seat_accounts(store: Store, tables: Mapping[str, Table]) -> None:
+    """After a restart, mark the seats of the live ``tables`` (by id) that are tied to an account, as
+    :func:`bind_seat` did, so that ``TABLE`` names their account again. A seat counts only while its token hash is
+    still the account's derived token (a seat left and taken by someone else is not marked)."""
+    sa, a = ps.seat_accounts, ps.accounts
+    ids = list(tables)
+    key = await _seat_key(store)
+    async with store.engine.connect() as conn:
+        for start in range(0, len(ids), _IN_CHUNK):
+            rows = (await conn.execute(
+                select(sa.c.table_id, sa.c.seat, sa.c.account_id, a.c.name).join(a, a.c.id == sa.c.account_id)
+                .where(sa.c.table_id.in_(ids[start:start + _IN_CHUNK]), a.c.deleted == 0))).all()
+            for row in rows:
+                table = tables[row.table_id]
+                if row.seat >= len(table.seats):
+                    continue
+                state = table.seats[row.seat]
+                token_hash = hash_token(_seat_token(key, row.table_id, row.seat, row.account_id))
+                if state.row.token_hash == token_hash and row.name is not None:
+                    state.account = (token_hash, row.name)
+
+
+async def mark_finished_accounts(store: Store, tables: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Set ``account`` on the seats of finished ``TABLE`` dicts whose player has an account, from the match
+    results: the name the player's page goes by (a person's account, or a bot level's spec); ``None`` for guests
+    and deleted players. Tables of other statuses are left as they are. Returns ``tables``."""
+    ended = {t["id"]: t for t in tables if t.get("status") in ("finished", "abandoned")}
+    if not ended:
+        return tables
+    m, a = ps.match_seats, ps.accounts
+    names: dict[tuple[str, int], str] = {}
+    ids = list(ended)
+    async with store.engine.connect() as conn:
+        for start in range(0, len(ids), _IN_CHUNK):
+            rows = (await conn.execute(
+                select(m.c.table_id, m.c.seat, a.c.name).join(a, a.c.id == m.c.account_id)
+                .where(m.c.table_id.in_(ids[start:start + _IN_CHUNK]), a.c.deleted == 0))).all()
+            names.update({(row.table_id, row.seat): row.name for row in rows if row.name is not None})
+    for table_id, table in ended.items():
+        for seat in table.get("seats", []):
+            if seat.get("kind") in ("person", "bot"):
+                seat["account"] = names.get((table_id, seat["seat"]))
+    return tables
 
 
 @router.get("/me/seats", responses=error_responses(401))

@@ -71,6 +71,7 @@ def create_app(db: str | None = None, settings: Settings | None = None) -> FastA
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = await Store.open(db)
         manager = await Manager.open(store, settings)
+        await accounts.restore_seat_accounts(store, manager.tables)
         app.state.store = store
         app.state.manager = manager
         try:

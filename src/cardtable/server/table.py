@@ -73,6 +73,9 @@ class SeatState:
     away_timer: asyncio.TimerHandle | None = None
     replaceable: bool = False
     """A bot seat a joining person may take before the start (Play now tables)."""
+    account: tuple[str, str] | None = None
+    """``(token hash, account name)`` when the seat was tied to an account (``server/accounts.py``); it counts only
+    while the seat's token hash is that one, so a seat left and taken again is nobody's account."""
 
 
 @dataclass(slots=True)
@@ -616,8 +619,9 @@ class Table:
                 seats.append({"seat": row.seat, "kind": "bot", "bot": row.bot, "name": row.name,
                               "replaceable": seat.replaceable and self.status == "open"})
             else:
+                account = seat.account[1] if seat.account and seat.account[0] == row.token_hash else None
                 seats.append({"seat": row.seat, "kind": "person", "name": row.name, "connected": bool(seat.peers),
-                              "standin": seat.standin})
+                              "standin": seat.standin, "account": account})
         starts_at = self.starts_at if self.status == "open" else None
         return {
             "id": self.id, "game": self.game, "options": self.full_options, "status": self.status, "seats": seats,
