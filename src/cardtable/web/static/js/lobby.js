@@ -5,7 +5,7 @@ import { h, fill, toast } from './util.js';
 import { t, tOr } from './i18n.js';
 import { api, errorText, saveSeat, getName, saveName, getSeat } from './api.js';
 import { navigate } from './nav.js';
-import { gameTitle, botLabel, seatName } from './names.js';
+import { gameTitle, botLabel, botSentence, seatNameEl, joinEls, tWith } from './names.js';
 
 export { gameTitle, botLabel, seatName } from './names.js';
 
@@ -134,7 +134,9 @@ function createPanel(games, name) {
         i > 0 ? h('option', { value: 'open', text: t('lobby.friend') }) : null,
         i > 0 ? bots.map((b) => h('option', { value: b.spec, text: t('lobby.bot_option', { bot: botLabel(b.spec, b.level) }) })) : null);
       if (i > 0) sel.value = old[i] ?? defBot ?? 'open';
-      rows.push(h('div.seat-row', {}, h('span.seatno', { text: t('lobby.seat_n', { n: i + 1 }) }), sel));
+      const desc = h('small.botdesc', { text: botSentence(sel.value) });
+      sel.addEventListener('change', () => { desc.textContent = botSentence(sel.value); });
+      rows.push(h('div.seat-row', {}, h('span.seatno', { text: t('lobby.seat_n', { n: i + 1 }) }), sel, desc));
     }
     fill(seatsBox, rows);
   }
@@ -173,7 +175,11 @@ function createPanel(games, name) {
 }
 
 function tableRow(tb, kind) {
-  const seats = (tb.seats || []).map(seatName).join(', ');
+  const seats = joinEls((tb.seats || []).map((s) => {
+    const el = seatNameEl(s);
+    if (s.kind === 'bot' && botSentence(s.bot)) el.title = botSentence(s.bot);
+    return el;
+  }));
   const mine = getSeat(tb.id);
   const actions = [];
   if (kind === 'open') {
@@ -191,13 +197,13 @@ function tableRow(tb, kind) {
   if (kind === 'finished' && tb.totals) {
     extra = t('lobby.totals', { totals: tb.totals.join(' · ') });
     if (tb.winners && tb.winners.length) {
-      const names = tb.winners.map((s) => tb.seats?.[s]?.name || t('seat.player', { n: s + 1 }));
-      extra += ' · ' + t('table.winner', { names: names.join(', ') });
+      const names = tb.winners.map((s) => (tb.seats?.[s] ? seatNameEl(tb.seats[s]) : t('seat.player', { n: s + 1 })));
+      extra = [extra, ' · ', tWith('table.winner', 'names', joinEls(names))];
     }
   }
   return h('li.table-row', { dataset: { table: tb.id } },
-    h('div.tinfo', {}, h('strong', { text: gameTitle(tb.game) }), h('span.tseats', { text: seats }),
-      extra ? h('span.textra', { text: extra }) : null),
+    h('div.tinfo', {}, h('strong', { text: gameTitle(tb.game) }), h('span.tseats', {}, seats),
+      extra ? h('span.textra', {}, extra) : null),
     h('div.tact', {}, actions));
 }
 
