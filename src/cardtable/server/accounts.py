@@ -123,12 +123,14 @@ def clean_name(raw: str) -> str:
     long, has characters other than letters, marks, digits and `` -_.'``, or a double space."""
     name = unicodedata.normalize("NFKC", raw).strip()
     if not 1 <= len(name) <= NAME_MAX:
-        raise AccountError(422, "account.name_invalid", f"a name has 1 to {NAME_MAX} characters", max=NAME_MAX)
+        raise AccountError(422, "account.name_invalid", f"a name has 1 to {NAME_MAX} characters", max=NAME_MAX,
+                           char=None)
     for ch in name:
         if unicodedata.category(ch)[0] not in "LMN" and ch not in _NAME_PUNCTUATION:
             raise AccountError(422, "account.name_invalid", f"a name may not contain {ch!r}", char=ch, max=NAME_MAX)
     if "  " in name:
-        raise AccountError(422, "account.name_invalid", "a name may not contain two spaces in a row", max=NAME_MAX)
+        raise AccountError(422, "account.name_invalid", "a name may not contain two spaces in a row", max=NAME_MAX,
+                           char=None)
     return name
 
 
