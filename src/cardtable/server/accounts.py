@@ -26,7 +26,7 @@ import unicodedata
 from collections import deque
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -44,6 +44,7 @@ from cardtable.server.store import Store
 from cardtable.server.tokens import hash_token
 
 if TYPE_CHECKING:
+    from cardtable.server.cluster import RemoteTable
     from cardtable.server.table import Table
 
 router = APIRouter(prefix="/api", tags=["accounts"])
@@ -422,12 +423,14 @@ def _seat_token(key: bytes, table_id: str, seat: int, account_id: int) -> str:
     return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
-async def bind_seat(request: Request, table: Table, seat: int, token: str) -> str:
+async def bind_seat(request: Request, table: Table | RemoteTable, seat: int, token: str) -> str:
     """Tie ``seat`` at ``table``, just taken with ``token``, to the signed-in account (if any): the seat takes
     the account's name and a token derived from the account, which is returned (a guest's ``token`` comes back
-    unchanged). A cookie sent from another site is not honoured: that seat stays a guest's."""
-    if COOKIE not in request.cookies or not same_origin(request):
+    unchanged). A cookie sent from another site is not honoured: that seat stays a guest's. Neither is a seat
+    taken at a table another server process owns (``RemoteTable``, ``docs/deploy.md``)."""
+    if COOKIE not in request.cookies or not same_origin(request) or getattr(table, "remote", False):
         return token
+    table = cast("Table", table)
     account = await current_account(request)
     if account is None:
         return token

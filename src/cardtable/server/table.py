@@ -190,6 +190,10 @@ class Table:
         self.autostart: asyncio.TimerHandle | None = None
         self.play_now = False
         """True for a table made by Play now: its bot seats are replaceable until the start."""
+        self.on_error: Callable[[BaseException], None] | None = None
+        """Set when several processes serve (``server/cluster.py``): a failed write (refused by the fence, or the
+        database away) calls it instead of breaking the table, and the owner task stops acknowledging anything;
+        the table is then dropped here and rebuilt from its record by whichever process takes it next."""
 
     # -- building ---------------------------------------------------------------------------------------
 
@@ -262,6 +266,13 @@ class Table:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        while not self.queue.empty():  # what was still queued is answered, never left waiting
+            item = self.queue.get_nowait()
+            if isinstance(item, Call) and not item.future.done():
+                item.future.set_exception(TableError(503, "http.error", "the table stopped here: try again",
+                                                     {"status": 503}))
+            elif isinstance(item, Play) and item.future is not None and not item.future.done():
+                item.future.set_result((False, "the table stopped here"))
 
     # -- the queue --------------------------------------------------------------------------------------
 
@@ -295,6 +306,9 @@ class Table:
             try:
                 await self._apply_batch(batch)
             except Exception as error:
+                if self.on_error is not None:
+                    self.on_error(error)
+                    return
                 log.exception("table %s: applying actions failed", self.id)
                 self._break(f"the table stopped on a server error: {error}")
                 return
@@ -305,6 +319,14 @@ class Table:
         try:
             result = await call.fn()
         except Exception as error:
+            if self.on_error is not None and not isinstance(error, TableError):
+                # A write failed: what this table holds in memory may be ahead of its record. Answer 503 and stop.
+                if not call.future.done():
+                    call.future.set_exception(TableError(
+                        503, "http.error", "the table is moving to another server process: try again",
+                        {"status": 503}))
+                self.on_error(error)
+                await asyncio.Event().wait()  # the owner stops here; the cluster drops (and cancels) it
             if not call.future.done():
                 call.future.set_exception(error)
         else:

@@ -28,24 +28,16 @@ async def _writer(websocket: WebSocket, peer: Peer) -> None:
         while True:
             text = await peer.outbox.get()
             if text is None:
-                await websocket.close()
+                await websocket.close(code=peer.close_code)
                 return
             await websocket.send_text(text)
 
 
 async def table_socket(websocket: WebSocket, table_id: str) -> None:
-    """Serve one connection to table ``table_id`` until it closes."""
+    """Serve one connection to table ``table_id`` until it closes. With several processes (``server/cluster.py``)
+    a table nobody owns is taken here, and a connection to a table owned by another process is relayed to it."""
     await websocket.accept()
     manager: Manager = websocket.app.state.manager
-    table = manager.tables.get(table_id)
-    if table is None or table.broken:
-        if table is None:
-            error = refusal_message("error", f"no table {table_id!r}", "table.not_found", {"table": table_id})
-        else:
-            error = refusal_message("error", table.broken or "", "table.broken", {"detail": table.broken or ""})
-        await websocket.send_text(messages.encode(error))
-        await websocket.close(code=4404)
-        return
     settings = manager.settings
     address = websocket.client.host if websocket.client else "?"
     if manager.sockets[address] >= settings.max_sockets_per_address:
@@ -56,6 +48,34 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
         await websocket.close(code=1008)
         return
     manager.sockets[address] += 1
+    try:
+        table = manager.tables.get(table_id)
+        if table is None and manager.cluster is not None:
+            where = await manager.cluster.locate(table_id)
+            if isinstance(where, str):
+                await manager.cluster.relay(websocket, table_id, where, address)
+                return
+            table = where
+        await serve_connection(manager, table, websocket, address, table_id)
+    finally:
+        manager.sockets[address] -= 1
+        if manager.sockets[address] <= 0:
+            del manager.sockets[address]
+
+
+async def serve_connection(manager: Manager, table: Table | None, websocket: WebSocket, address: str,
+                           table_id: str = "") -> None:
+    """Serve one accepted connection from ``address`` to ``table`` (``None``: unknown) until it closes:
+    ``websocket`` is Starlette's, or a relayed connection's ``RemoteSocket`` on the owner (``server/cluster.py``)."""
+    if table is None or table.broken:
+        if table is None:
+            error = refusal_message("error", f"no table {table_id!r}", "table.not_found", {"table": table_id})
+        else:
+            error = refusal_message("error", table.broken or "", "table.broken", {"detail": table.broken or ""})
+        await websocket.send_text(messages.encode(error))
+        await websocket.close(code=4404)
+        return
+    settings = manager.settings
     peer = Peer(address=address, max_outbox=settings.max_outbox)
     writer = asyncio.create_task(_writer(websocket, peer))
     limiter = messages.RateLimiter()
@@ -121,9 +141,6 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
     except WebSocketDisconnect:
         pass
     finally:
-        manager.sockets[address] -= 1
-        if manager.sockets[address] <= 0:
-            del manager.sockets[address]
         if identified and not table.broken:
             await manager.goodbye(table, peer)
         # A connection closed by the server (no hello in time, over a cap, dropped) gets what was queued for it
