@@ -1,0 +1,289 @@
+"""Several ``cardtable serve --redis`` processes on one PostgreSQL and one Redis (``server/cluster.py``), as real
+processes: relayed play across two processes, SIGKILL of an owner, split brain (SIGSTOP past the lease), Redis
+restarted and PostgreSQL unreachable mid-game, a rolling restart.
+
+The ground truth is the stored record: it is replayed (``cardtable.replay.fold``) and every ``update`` a spectator
+received must show the public view of the record at that version: an acknowledged action lost, or a version
+acknowledged twice with different actions (a fork), fails. Epochs stored with the actions never go down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from cardtable.replay import fold
+from cardtable.server import schema
+from cardtable.server.manager import record_of
+from cardtable.server.store import Store
+from cluster_harness import Client, Proc, TcpProxy, port_open, wait_for
+from services import Postgres, free_port, new_database
+
+pytestmark = [pytest.mark.xdist_group("cluster"), pytest.mark.slow,
+              pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+
+BOTS3 = [{"kind": "bot", "bot": "greedy:medium"}] * 3
+
+
+@pytest.fixture
+def pg_db(postgres: Postgres) -> str:
+    """A fresh database in the session's PostgreSQL."""
+    return new_database(postgres)
+
+
+@pytest.fixture
+def procs() -> Iterator[list[Proc]]:
+    """Processes a test starts (appended to this list): stopped at the end."""
+    started: list[Proc] = []
+    yield started
+    for proc in started:
+        if proc.proc is not None and proc.alive:
+            proc.stop(signal.SIGKILL)
+
+
+def start(procs: list[Proc], db: str, redis: str, log: Path, **env: str) -> Proc:
+    proc = Proc(db, redis, log, env=env)
+    procs.append(proc)
+    return proc.start()
+
+
+def stored(db: str, table_id: str) -> tuple[dict[int, dict[str, Any]], list[tuple[int, int, int | None]]]:
+    """The public view after each version of ``table_id``'s stored record (replayed), and its actions'
+    ``(hand, idx, epoch)`` in order."""
+
+    async def load() -> tuple[Any, list[tuple[int, int, int | None]]]:
+        store = await Store.open(db)
+        try:
+            rows = await store.load_tables(table_id=table_id, with_hands=True)
+            a = schema.actions
+            async with store.engine.connect() as conn:
+                epochs = (await conn.execute(select(a.c.hand, a.c.idx, a.c.epoch).where(a.c.table_id == table_id)
+                                             .order_by(a.c.hand, a.c.idx))).all()
+        finally:
+            await store.close()
+        return rows[0], [(int(h), int(i), None if e is None else int(e)) for h, i, e in epochs]
+
+    row, epochs = asyncio.run(load())
+    views: dict[int, dict[str, Any]] = {}
+
+    def step(_hand: int, index: int | None, state: Any) -> None:
+        if index is not None:
+            views[len(views) + 1] = state.view(None)
+
+    fold(record_of(row), on_step=step)
+    return views, epochs
+
+
+def check_record(db: str, table_id: str, watchers: list[Client], acked: list[Client]) -> int:
+    """Every update a watcher saw matches the record at its version, every version acknowledged to anyone is
+    stored, and epochs never go down; returns the number of stored actions."""
+    views, epochs = stored(db, table_id)
+    for watcher in watchers:
+        for message in watcher.seen("update"):
+            v = int(message["v"])
+            assert v in views, f"version {v} was sent but is not stored (stored: {len(views)})"
+            assert message["view"] == views[v], f"version {v} sent differs from the record (a fork)"
+    for client in acked:
+        for v in client.versions():
+            assert v <= len(views), f"version {v} acknowledged but not stored (stored: {len(views)})"
+    stamps = [e for _, _, e in epochs]
+    assert all(e is not None for e in stamps)
+    assert stamps == sorted(stamps, key=lambda e: e or 0), "an older owner stored after a newer one"
+    return len(views)
+
+
+def nerts_table(proc: Proc) -> tuple[str, str]:
+    """A Nerts table of one person (idle) and three bots, started at once; its id and the person's token."""
+    made = proc.post("/api/tables", {"game": "nerts", "options": {"players": 4}, "seats": [{"kind": "open"}, *BOTS3],
+                                     "grace_seconds": 600})
+    return str(made["table"]["id"]), str(made["token"])
+
+
+def progressed(client: Client, beyond: int) -> bool:
+    return client.last_version() > beyond
+
+
+def test_two_processes_play_a_table_to_the_end(pg_db: str, redis_url: str, procs: list[Proc], tmp_path: Path) -> None:
+    """A person on each process (one connection relayed), bots, spectators on both: the table is played to the
+    end and both spectators see the same versions; the lobby of either process lists it."""
+    a = start(procs, pg_db, redis_url, tmp_path / "a.log")
+    b = start(procs, pg_db, redis_url, tmp_path / "b.log")
+    made = a.post("/api/tables", {
+        "game": "anemone", "options": {"players": 4, "rounds": 1}, "autostart": False,
+        "seats": [{"kind": "open"}, {"kind": "open"}, {"kind": "bot", "bot": "heuristic"},
+                  {"kind": "bot", "bot": "heuristic"}]})
+    tid = made["table"]["id"]
+    joined = b.post(f"/api/tables/{tid}/join", {"name": "bea"})  # forwarded to the owner
+    assert joined["seat"] == 1
+    assert [t["id"] for t in b.get("/api/tables?status=open")] == [tid]
+    clients = [Client([a], tid, made["token"], play=True), Client([b], tid, joined["token"], play=True),
+               Client([a], tid, None), Client([b], tid, None)]
+    for client in clients:
+        client.start()
+    wait_for(lambda: all(c.seen("snapshot") for c in clients), 30, "every connection's snapshot")
+    b.post(f"/api/tables/{tid}/start", {"token": joined["token"]})
+
+    def finished(client: Client) -> bool:
+        return any(m["table"]["status"] == "finished" for m in client.seen("table"))
+
+    try:
+        wait_for(lambda: all(finished(c) for c in clients[2:]), 120, "the end of the game on both spectators")
+    finally:
+        for client in clients:
+            client.close()
+    assert clients[2].versions() == clients[3].versions()
+    assert clients[1].seen("ack"), "the relayed person's actions were acknowledged"
+    count = check_record(pg_db, tid, clients[2:], clients)
+    assert count == clients[2].versions()[-1]
+    assert [t["id"] for t in a.get("/api/tables?status=finished")] == [tid]
+
+
+def test_sigkill_owner_another_process_takes_over(pg_db: str, redis_url: str, procs: list[Proc],
+                                                 tmp_path: Path) -> None:
+    """SIGKILL the owner mid-hand: the other process takes the table (the lease is 2 s here), the clients
+    reconnect through it, nothing acknowledged is lost, the hand and its clock go on."""
+    a = start(procs, pg_db, redis_url, tmp_path / "a.log")
+    b = start(procs, pg_db, redis_url, tmp_path / "b.log")
+    tid, token = nerts_table(a)
+    person = Client([a, b], tid, token)
+    watcher = Client([b], tid, None)  # relayed through b to a
+    for client in (person, watcher):
+        client.start()
+    wait_for(lambda: watcher.last_version() >= 8, 60, "play to go on")
+    a.signal(signal.SIGKILL)
+    killed_at = time.monotonic()
+    before = max(person.last_version(), watcher.last_version())
+    last_ms = max(m["view"]["ms"] for m in watcher.seen("update"))
+    hand = watcher.seen("update")[-1]["view"].get("hand")
+    try:
+        wait_for(lambda: progressed(watcher, before + 3) and progressed(person, before + 3), 60,
+                 "play to go on after the owner died")
+    finally:
+        for client in (person, watcher):
+            client.close()
+    taken_s = time.monotonic() - killed_at
+    assert b.port in person.connects, "the person reconnected through the other process"
+    resumed = [m for m in person.seen("snapshot") if m["v"] >= before]
+    assert resumed and resumed[0]["v"] >= before  # nothing acknowledged was lost
+    if resumed[0]["view"] is not None and resumed[0]["view"].get("hand") == hand:
+        assert resumed[0]["view"]["ms"] >= last_ms  # the hand's clock never goes backwards
+    check_record(pg_db, tid, [watcher], [person, watcher])
+    print(f"taken over and playing again {taken_s:.1f} s after SIGKILL")
+
+
+def test_split_brain_old_owner_acknowledges_nothing_more(pg_db: str, redis_url: str, procs: list[Proc],
+                                                         tmp_path: Path) -> None:
+    """SIGSTOP the owner past its lease: the other process takes the table and play goes on; after SIGCONT the
+    first process acknowledges nothing more for it, and the record has no duplicate or forked version."""
+    a = start(procs, pg_db, redis_url, tmp_path / "a.log")
+    b = start(procs, pg_db, redis_url, tmp_path / "b.log")
+    tid, token = nerts_table(a)
+    direct = Client([a], tid, None)  # straight to the owner, kept across the pause
+    watcher = Client([b], tid, None)
+    person = Client([a, b], tid, token)
+    for client in (direct, watcher, person):
+        client.start()
+    wait_for(lambda: direct.last_version() >= 8, 60, "play to go on")
+    a.signal(signal.SIGSTOP)
+    try:
+        paused_at = direct.last_version()
+        wait_for(lambda: progressed(watcher, paused_at + 5), 60, "the other process to take over and play on")
+        taken = [m for m in watcher.seen("snapshot") if m["v"] >= paused_at][0]["v"]
+    finally:
+        a.signal(signal.SIGCONT)
+    wait_for(lambda: direct.closes, 30, "the old owner to drop the table and close its connections")
+    wait_for(lambda: progressed(watcher, taken + 10), 60, "play to go on")
+    for client in (direct, watcher, person):
+        client.close()
+    first_connection = [int(m["v"]) for m in direct.messages[: len(direct.messages)] if m.get("type") == "update"]
+    # What the old owner sent on its own connection after the pause never goes beyond what the new owner found.
+    old = first_connection[: next((i for i, v in enumerate(first_connection) if v > taken), len(first_connection))]
+    assert max(old) <= taken
+    assert direct.closes[0] == 1012  # "reconnect"
+    check_record(pg_db, tid, [direct, watcher], [direct, watcher, person])
+
+
+def redis_at(port: int, folder: Path) -> subprocess.Popen[bytes]:
+    binary = shutil.which("redis-server") or "/usr/bin/redis-server"
+    process = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
+                                "no", "--dir", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: port_open(port), 20, "redis to start")
+    return process
+
+
+def test_redis_restart_and_database_cut_recover(postgres: Postgres, procs: list[Proc], tmp_path: Path) -> None:
+    """Redis restarted (empty) mid-game, then PostgreSQL unreachable for a moment: actions are refused or delayed,
+    never acknowledged without being stored, and play goes on by itself."""
+    db = new_database(postgres)
+    proxy = TcpProxy(int(db.split("@127.0.0.1:")[1].split("/")[0]))
+    db_via_proxy = db.replace(f":{proxy.target_port}/", f":{proxy.port}/")
+    port = free_port()
+    folder = Path(tempfile.mkdtemp(prefix="cardtable-redis-"))
+    redis = redis_at(port, folder)
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        a = start(procs, db_via_proxy, url, tmp_path / "a.log")
+        b = start(procs, db_via_proxy, url, tmp_path / "b.log")
+        tid, token = nerts_table(a)
+        watcher = Client([b, a], tid, None)
+        person = Client([a, b], tid, token)
+        for client in (watcher, person):
+            client.start()
+        wait_for(lambda: watcher.last_version() >= 5, 60, "play to go on")
+        redis.terminate()
+        redis.wait(10)
+        time.sleep(3)
+        redis = redis_at(port, folder)
+        mark = watcher.last_version()
+        wait_for(lambda: progressed(watcher, mark + 5), 60, "play to go on after Redis restarted")
+        proxy.cut()
+        time.sleep(2)
+        proxy.restore()
+        mark = watcher.last_version()
+        wait_for(lambda: progressed(watcher, mark + 5), 60, "play to go on after the database came back")
+        for client in (watcher, person):
+            client.close()
+        assert 1012 in watcher.closes + person.closes
+        check_record(db, tid, [watcher], [watcher, person])
+    finally:
+        redis.terminate()
+        redis.wait(10)
+        proxy.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_rolling_restart_loses_nothing(pg_db: str, redis_url: str, procs: list[Proc], tmp_path: Path) -> None:
+    """Two processes restarted one at a time (SIGTERM, then a new one) while two tables play: every table goes on,
+    nothing acknowledged is lost; a stopping process closes its connections with 1012."""
+    a = start(procs, pg_db, redis_url, tmp_path / "a.log")
+    b = start(procs, pg_db, redis_url, tmp_path / "b.log")
+    tables = [nerts_table(a), nerts_table(b)]
+    pool = [a, b]
+    watchers = [Client(pool, tid, None) for tid, _ in tables]
+    people = [Client(pool[::-1], tid, token) for tid, token in tables]
+    for client in watchers + people:
+        client.start()
+    wait_for(lambda: all(w.last_version() >= 5 for w in watchers), 60, "play on both tables")
+    for i, old in enumerate((a, b)):
+        assert old.stop(signal.SIGTERM) in (0, -signal.SIGTERM)  # uvicorn ends by raising the signal it caught
+        assert "handed over" in old.log.read_text()
+        new = start(procs, pg_db, redis_url, tmp_path / f"new{i}.log")
+        pool[pool.index(old)] = new
+        marks = [w.last_version() for w in watchers]
+        wait_for(lambda marks=marks: all(progressed(w, m + 3) for w, m in zip(watchers, marks, strict=True)), 60,
+                 "both tables to play on after the restart")
+    for client in watchers + people:
+        client.close()
+    assert 1012 in [code for c in watchers + people for code in c.closes]
+    for (tid, _), watcher, person in zip(tables, watchers, people, strict=True):
+        check_record(pg_db, tid, [watcher], [watcher, person])
