@@ -173,6 +173,7 @@ class Client(threading.Thread):
             except TimeoutError:
                 continue
             message: Message = json.loads(text)
+            message["_conn"] = len(self.connects) - 1  # which connection brought it (0: the first)
             with self.lock:
                 self.messages.append(message)
             legal = message.get("legal")
