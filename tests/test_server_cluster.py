@@ -51,10 +51,15 @@ def procs() -> Iterator[list[Proc]]:
             proc.stop(signal.SIGKILL)
 
 
-def start(procs: list[Proc], db: str, redis: str, log: Path, **env: str) -> Proc:
-    proc = Proc(db, redis, log, env=env)
-    procs.append(proc)
-    return proc.start()
+def start(procs: list[Proc], db: str, redis: str, *logs: Path) -> list[Proc]:
+    """Start one process per log file at once (they apply the migrations one at a time) and wait for all."""
+    new = [Proc(db, redis, log) for log in logs]
+    procs.extend(new)
+    for proc in new:
+        proc.start(wait=False)
+    for proc in new:
+        wait_for(proc.ready, 90, f"the server on port {proc.port} to answer")
+    return new
 
 
 def stored(db: str, table_id: str) -> tuple[dict[int, dict[str, Any]], list[tuple[int, int, int | None]]]:
@@ -116,8 +121,7 @@ def progressed(client: Client, beyond: int) -> bool:
 def test_two_processes_play_a_table_to_the_end(pg_db: str, redis_url: str, procs: list[Proc], tmp_path: Path) -> None:
     """A person on each process (one connection relayed), bots, spectators on both: the table is played to the
     end and both spectators see the same versions; the lobby of either process lists it."""
-    a = start(procs, pg_db, redis_url, tmp_path / "a.log")
-    b = start(procs, pg_db, redis_url, tmp_path / "b.log")
+    a, b = start(procs, pg_db, redis_url, tmp_path / "a.log", tmp_path / "b.log")
     made = a.post("/api/tables", {
         "game": "anemone", "options": {"players": 4, "rounds": 1}, "autostart": False,
         "seats": [{"kind": "open"}, {"kind": "open"}, {"kind": "bot", "bot": "heuristic"},
@@ -152,8 +156,7 @@ def test_sigkill_owner_another_process_takes_over(pg_db: str, redis_url: str, pr
                                                  tmp_path: Path) -> None:
     """SIGKILL the owner mid-hand: the other process takes the table (the lease is 2 s here), the clients
     reconnect through it, nothing acknowledged is lost, the hand and its clock go on."""
-    a = start(procs, pg_db, redis_url, tmp_path / "a.log")
-    b = start(procs, pg_db, redis_url, tmp_path / "b.log")
+    a, b = start(procs, pg_db, redis_url, tmp_path / "a.log", tmp_path / "b.log")
     tid, token = nerts_table(a)
     person = Client([a, b], tid, token)
     watcher = Client([b], tid, None)  # relayed through b to a
@@ -185,8 +188,7 @@ def test_split_brain_old_owner_acknowledges_nothing_more(pg_db: str, redis_url: 
                                                          tmp_path: Path) -> None:
     """SIGSTOP the owner past its lease: the other process takes the table and play goes on; after SIGCONT the
     first process acknowledges nothing more for it, and the record has no duplicate or forked version."""
-    a = start(procs, pg_db, redis_url, tmp_path / "a.log")
-    b = start(procs, pg_db, redis_url, tmp_path / "b.log")
+    a, b = start(procs, pg_db, redis_url, tmp_path / "a.log", tmp_path / "b.log")
     tid, token = nerts_table(a)
     direct = Client([a], tid, None)  # straight to the owner, kept across the pause
     watcher = Client([b], tid, None)
@@ -231,8 +233,7 @@ def test_redis_restart_and_database_cut_recover(postgres: Postgres, procs: list[
     redis = redis_at(port, folder)
     url = f"redis://127.0.0.1:{port}/0"
     try:
-        a = start(procs, db_via_proxy, url, tmp_path / "a.log")
-        b = start(procs, db_via_proxy, url, tmp_path / "b.log")
+        a, b = start(procs, db_via_proxy, url, tmp_path / "a.log", tmp_path / "b.log")
         tid, token = nerts_table(a)
         watcher = Client([b, a], tid, None)
         person = Client([a, b], tid, token)
@@ -264,20 +265,21 @@ def test_redis_restart_and_database_cut_recover(postgres: Postgres, procs: list[
 def test_rolling_restart_loses_nothing(pg_db: str, redis_url: str, procs: list[Proc], tmp_path: Path) -> None:
     """Two processes restarted one at a time (SIGTERM, then a new one) while two tables play: every table goes on,
     nothing acknowledged is lost; a stopping process closes its connections with 1012."""
-    a = start(procs, pg_db, redis_url, tmp_path / "a.log")
-    b = start(procs, pg_db, redis_url, tmp_path / "b.log")
+    a, b = start(procs, pg_db, redis_url, tmp_path / "a.log", tmp_path / "b.log")
     tables = [nerts_table(a), nerts_table(b)]
     pool = [a, b]
     watchers = [Client(pool, tid, None) for tid, _ in tables]
-    people = [Client(pool[::-1], tid, token) for tid, token in tables]
+    rpool = [b, a]
+    people = [Client(rpool, tid, token) for tid, token in tables]
     for client in watchers + people:
         client.start()
     wait_for(lambda: all(w.last_version() >= 5 for w in watchers), 60, "play on both tables")
-    for i, old in enumerate((a, b)):
+    for i, old in enumerate((a, b)):  # each replaced by a new process, started first
+        (new,) = start(procs, pg_db, redis_url, tmp_path / f"new{i}.log")
+        pool[pool.index(old)] = new
+        rpool[rpool.index(old)] = new
         assert old.stop(signal.SIGTERM) in (0, -signal.SIGTERM)  # uvicorn ends by raising the signal it caught
         assert "handed over" in old.log.read_text()
-        new = start(procs, pg_db, redis_url, tmp_path / f"new{i}.log")
-        pool[pool.index(old)] = new
         marks = [w.last_version() for w in watchers]
         wait_for(lambda marks=marks: all(progressed(w, m + 3) for w, m in zip(watchers, marks, strict=True)), 60,
                  "both tables to play on after the restart")
