@@ -10,6 +10,7 @@ acknowledged twice with different actions (a fork), fails. Epochs stored with th
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import signal
 import subprocess
@@ -19,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import select
 
@@ -26,7 +28,7 @@ from cardtable.replay import fold
 from cardtable.server import schema
 from cardtable.server.manager import record_of
 from cardtable.server.store import Store
-from cluster_harness import Client, Proc, TcpProxy, port_open, wait_for
+from cluster_harness import Client, Message, Proc, TcpProxy, port_open, wait_for
 from services import Postgres, free_port, new_database
 
 pytestmark = [pytest.mark.xdist_group("cluster"), pytest.mark.slow,
@@ -288,3 +290,52 @@ def test_rolling_restart_loses_nothing(pg_db: str, redis_url: str, procs: list[P
     assert 1012 in [code for c in watchers + people for code in c.closes]
     for (tid, _), watcher, person in zip(tables, watchers, people, strict=True):
         check_record(pg_db, tid, [watcher], [watcher, person])
+
+
+def test_limits_and_play_now_hold_over_both_processes(pg_db: str, redis_url: str, procs: list[Proc],
+                                                      tmp_path: Path) -> None:
+    """Play now pressed at once on both processes seats both people at one table; the per-address limits on
+    sockets and table creations, and the sign-in failure limit per name, count over both processes (Redis)."""
+    import threading
+
+    from websockets.sync.client import connect
+
+    env = {"CARDTABLE_MAX_SOCKETS_PER_ADDRESS": "3", "CARDTABLE_CREATES_PER_MINUTE": "1",
+           "CARDTABLE_CREATE_BURST": "4"}
+    a, b = (Proc(pg_db, redis_url, tmp_path / f"{n}.log", env=env) for n in "ab")
+    procs.extend((a, b))
+    for proc in (a, b):
+        proc.start(wait=False)
+    for proc in (a, b):
+        wait_for(proc.ready, 90, "the servers to answer")
+    seated: list[Message] = []
+    pressers = [threading.Thread(target=lambda p=p: seated.append(p.post("/api/play", {"game": "nerts"})))
+                for p in (a, b)]
+    for presser in pressers:
+        presser.start()
+    for presser in pressers:
+        presser.join(60)
+    assert len(seated) == 2 and seated[0]["table"]["id"] == seated[1]["table"]["id"]
+    assert sorted(s["seat"] for s in seated) == [0, 1]
+    tid = seated[0]["table"]["id"]
+    # Table creations: 2 tokens left of the burst of 4, over both processes.
+    body = {"game": "nerts", "options": {"players": 2}, "seats": [{"kind": "open"}, {"kind": "open"}]}
+    assert httpx.post(a.base + "/api/tables", json=body, timeout=20).status_code == 201
+    assert httpx.post(b.base + "/api/tables", json=body, timeout=20).status_code == 201
+    refused = httpx.post(a.base + "/api/tables", json=body, timeout=20)
+    assert refused.status_code == 429 and refused.json()["code"] == "table.create_limit"
+    # Sockets: 3 per address over both processes.
+    sockets = [connect(f"ws://127.0.0.1:{p.port}/ws/tables/{tid}", open_timeout=10) for p in (a, b, a)]
+    try:
+        with connect(f"ws://127.0.0.1:{b.port}/ws/tables/{tid}", open_timeout=10) as extra:
+            assert json.loads(extra.recv(timeout=10))["code"] == "connection.server_limit"
+    finally:
+        for ws in sockets:
+            ws.close()
+    # Sign-in failures for one name: 5, wherever they were tried.
+    for i in range(5):
+        wrong = httpx.post((a, b)[i % 2].base + "/api/session", json={"name": "nobody", "password": "x" * 12},
+                           timeout=30)
+        assert wrong.status_code == 401
+    limited = httpx.post(b.base + "/api/session", json={"name": "nobody", "password": "x" * 12}, timeout=30)
+    assert limited.status_code == 429

@@ -45,6 +45,7 @@ from cardtable.server.tokens import hash_token
 
 if TYPE_CHECKING:
     from cardtable.server.cluster import RemoteTable
+    from cardtable.server.counters import SharedLimiter
     from cardtable.server.table import Table
 
 router = APIRouter(prefix="/api", tags=["accounts"])
@@ -169,6 +170,19 @@ class Limiter:
         """Forget ``key``'s failures (after a successful sign-in)."""
         self._failures.pop(key, None)
 
+    # The routes call these; with several processes a ``counters.SharedLimiter`` answers them from Redis instead.
+    async def check(self, key: str, limit: int) -> int:
+        """:meth:`wait_s`, awaited."""
+        return self.wait_s(key, limit)
+
+    async def note_failure(self, key: str) -> None:
+        """:meth:`fail`, awaited."""
+        self.fail(key)
+
+    async def forget(self, key: str) -> None:
+        """:meth:`clear`, awaited."""
+        self.clear(key)
+
 
 # -- request bodies -----------------------------------------------------------------------------------------
 
@@ -187,8 +201,8 @@ def _store(request: Request) -> Store:
     return store
 
 
-def _limiter(request: Request) -> Limiter:
-    limiter: Limiter | None = getattr(request.app.state, "sign_in_limiter", None)
+def _limiter(request: Request) -> Limiter | SharedLimiter:
+    limiter: Limiter | SharedLimiter | None = getattr(request.app.state, "sign_in_limiter", None)
     if limiter is None:
         limiter = request.app.state.sign_in_limiter = Limiter()
     return limiter
@@ -280,7 +294,7 @@ async def sign_up(body: Credentials, request: Request, response: Response) -> di
     check_origin(request, always=True)
     address = "signup:" + (request.client.host if request.client else "?")
     limiter = _limiter(request)
-    wait = limiter.wait_s(address, MAX_SIGN_UPS_PER_ADDRESS)
+    wait = await limiter.check(address, MAX_SIGN_UPS_PER_ADDRESS)
     if wait:
         raise AccountError(429, "account.rate_limited", f"too many new accounts: try again in {wait} s",
                            retry_after_s=wait)
@@ -291,7 +305,7 @@ async def sign_up(body: Credentials, request: Request, response: Response) -> di
     if not PASSWORD_MIN <= len(body.password) <= PASSWORD_MAX:
         raise AccountError(422, "account.password_invalid", f"a password has {PASSWORD_MIN} to {PASSWORD_MAX} characters",
                            min=PASSWORD_MIN, max=PASSWORD_MAX)
-    limiter.fail(address)
+    await limiter.note_failure(address)
     password_hash = await asyncio.to_thread(_hasher.hash, body.password)
     made: list[int] = []
 
@@ -319,8 +333,8 @@ async def sign_in(body: Credentials, request: Request, response: Response) -> di
     limiter = _limiter(request)
     key = name_key(body.name.strip())[:200]
     address = request.client.host if request.client else "?"
-    wait = max(limiter.wait_s("name:" + key, MAX_FAILURES_PER_NAME),
-               limiter.wait_s("addr:" + address, MAX_FAILURES_PER_ADDRESS))
+    wait = max(await limiter.check("name:" + key, MAX_FAILURES_PER_NAME),
+               await limiter.check("addr:" + address, MAX_FAILURES_PER_ADDRESS))
     if wait:
         raise AccountError(429, "account.rate_limited", f"too many failed sign-ins: try again in {wait} s",
                            retry_after_s=wait)
@@ -335,10 +349,10 @@ async def sign_in(body: Credentials, request: Request, response: Response) -> di
     except (VerificationError, InvalidHashError):
         ok = False
     if row is None or not ok:
-        limiter.fail("name:" + key)
-        limiter.fail("addr:" + address)
+        await limiter.note_failure("name:" + key)
+        await limiter.note_failure("addr:" + address)
         raise AccountError(401, "account.bad_credentials", "wrong name or password")
-    limiter.clear("name:" + key)
+    await limiter.forget("name:" + key)
     _set_cookie(request, response, await _new_session(store, row.id))
     return _me(Account(row.id, row.name))
 

@@ -27,6 +27,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from cardtable.server import accounts, players
 from cardtable.server import bots as server_bots
 from cardtable.server.cluster import Cluster, ClusterSettings
+from cardtable.server.counters import SharedLimiter
 from cardtable.server.guard import BodyGuard, describe_validation_errors, error_body, guarded_h11
 from cardtable.server.lobby import router
 from cardtable.server.manager import Manager
@@ -88,6 +89,8 @@ def create_app(db: str | None = None, settings: Settings | None = None, redis: s
         if redis is not None:
             cluster = await Cluster.open(redis, store, cluster_settings_from_env())
         manager = await Manager.open(store, settings, cluster)
+        if cluster is not None:  # sign-in limits over every process
+            app.state.sign_in_limiter = SharedLimiter(cluster.limits, accounts.FAILURE_WINDOW_S)
         app.state.store = store
         app.state.manager = manager
         try:

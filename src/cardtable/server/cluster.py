@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from redis.asyncio import Redis
 
+from cardtable.server.counters import SharedLimits
 from cardtable.server.lease import Leases
 from cardtable.server.store import Store
 from cardtable.server.table import Table, TableError
@@ -136,6 +137,8 @@ class Cluster:
         self.settings = settings
         self.process = process
         self.leases = Leases(redis, process, settings.lease_ms)
+        self.limits = SharedLimits(redis, settings.lease_ms * 2)
+        """Per-address limits counted over every process (``server/counters.py``)."""
         self.manager: Manager | None = None
         self.owned: dict[str, int] = {}
         """Tables this process owns -> their epoch."""
@@ -351,7 +354,10 @@ class Cluster:
     async def claim_new(self, table_id: str) -> None:
         """Own a table about to be created here: its lease and epoch (written with the table row). ``TableError``
         503 when this process is stopping or the lease is somehow held."""
-        epoch = None if self.draining else await self.leases.acquire(table_id)
+        try:
+            epoch = None if self.draining else await self.leases.acquire(table_id)
+        except Exception:  # Redis away
+            epoch = None
         if epoch is None:
             raise TableError(503, "http.error", "this server process is stopping: try again", {"status": 503})
         self.owned[table_id] = epoch
@@ -409,6 +415,7 @@ class Cluster:
         lost = await self.leases.renew(held)
         self._last_renewal = started
         await self.redis.set(ALIVE_PREFIX + self.process, b"1", px=self.settings.lease_ms)
+        await self.limits.refresh()
         for table_id in lost:
             table = manager.tables.get(table_id)
             if table is not None:
@@ -589,7 +596,11 @@ class Cluster:
         """A lock over all processes (Redis, expiring after 10 s should its holder die); ``TableError`` 503 when
         it cannot be had within 15 s."""
         lock = self.redis.lock(f"ct:lock:{name}", timeout=10, blocking_timeout=15)
-        if not await lock.acquire():
+        try:
+            acquired = await lock.acquire()
+        except Exception:  # Redis away
+            acquired = False
+        if not acquired:
             raise TableError(503, "http.error", "the service is busy: try again", {"status": 503})
         try:
             yield

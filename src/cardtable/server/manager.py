@@ -204,6 +204,18 @@ class Manager:
             raise TableError(429, "table.create_limit", f"too many new tables from your address: at most {rate} a "
                                                         "minute", {"rate": rate})
 
+    async def check_create(self, address: str) -> None:
+        """:meth:`allow_create`, counted over every process with a cluster (a token bucket in Redis)."""
+        if self.cluster is None:
+            self.allow_create(address)
+            return
+        settings = self.settings
+        if not await self.cluster.limits.allow_create(address, settings.creates_per_minute / 60.0,
+                                                       settings.create_burst):
+            rate = f"{settings.creates_per_minute:g}"
+            raise TableError(429, "table.create_limit", f"too many new tables from your address: at most {rate} a "
+                                                        "minute", {"rate": rate})
+
     async def create(self, game: str, options: dict[str, Any], seats: list[dict[str, Any]] | None, name: str,
                      seed: int | None, grace_seconds: float | None, autostart: bool = True) -> tuple[Table, int, str]:
         """A new open table; the creator takes the first open seat. Returns the table, that seat and its token.
@@ -392,7 +404,10 @@ class Manager:
         table = self.tables.get(table_id)
         if table is not None or self.cluster is None:
             return self.live(table_id)
-        where = await self.cluster.locate(table_id)
+        try:
+            where = await self.cluster.locate(table_id)
+        except Exception as error:  # Redis or the database away for a moment
+            raise TableError(503, "http.error", f"the table cannot be reached now: {error}", {"status": 503}) from None
         if where is None:
             raise TableError(404, "table.not_found", f"no table {table_id!r}", {"table": table_id})
         return where

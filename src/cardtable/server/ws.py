@@ -40,7 +40,11 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
     manager: Manager = websocket.app.state.manager
     settings = manager.settings
     address = websocket.client.host if websocket.client else "?"
-    if manager.sockets[address] >= settings.max_sockets_per_address:
+    counted: str | None = None
+    if manager.cluster is not None:  # counted over every process
+        counted = await manager.cluster.limits.open_socket(address, settings.max_sockets_per_address)
+    if counted is None and (manager.cluster is not None
+                            or manager.sockets[address] >= settings.max_sockets_per_address):
         limit = settings.max_sockets_per_address
         await websocket.send_text(messages.encode(refusal_message(
             "error", f"too many connections from your address: at most {limit}", "connection.server_limit",
@@ -61,6 +65,9 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
         manager.sockets[address] -= 1
         if manager.sockets[address] <= 0:
             del manager.sockets[address]
+        if counted is not None and manager.cluster is not None:
+            with contextlib.suppress(Exception):
+                await manager.cluster.limits.close_socket(counted)
 
 
 async def serve_connection(manager: Manager, table: Table | None, websocket: WebSocket, address: str,
