@@ -155,31 +155,27 @@ def uvicorn_config(app: FastAPI, host: str, port: int, settings: Settings) -> An
     )
 
 
-class HandOverServer:
-    """Builds the uvicorn server of :func:`serve`: on SIGTERM or SIGINT a process of several first hands its
-    tables over (``Cluster.hand_over``: leases released, connections closed with 1012), then uvicorn stops."""
+def hand_over_server(config: Any, app: FastAPI) -> Any:
+    """The ``uvicorn.Server`` of :func:`serve` for one of several processes: on SIGTERM or SIGINT it first hands
+    ``app``'s tables over (``Cluster.hand_over``: leases released, connections closed with 1012), then stops."""
+    import uvicorn
 
-    @staticmethod
-    def build(config: Any, app: FastAPI) -> Any:
-        """A ``uvicorn.Server`` for ``config`` whose exit handler hands over ``app``'s tables first."""
-        import uvicorn
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            manager = getattr(app.state, "manager", None)
+            cluster = getattr(manager, "cluster", None)
+            if cluster is None or cluster.draining or self.should_exit:
+                super().handle_exit(sig, frame)
+                return
+            loop = asyncio.get_event_loop()
 
-        class Server(uvicorn.Server):
-            def handle_exit(self, sig: int, frame: Any) -> None:
-                manager = getattr(app.state, "manager", None)
-                cluster = getattr(manager, "cluster", None)
-                if cluster is None or cluster.draining or self.should_exit:
-                    super().handle_exit(sig, frame)
-                    return
-                loop = asyncio.get_event_loop()
+            def start() -> None:
+                task = loop.create_task(cluster.hand_over())
+                task.add_done_callback(lambda _: uvicorn.Server.handle_exit(self, sig, frame))
 
-                def start() -> None:
-                    task = loop.create_task(cluster.hand_over())
-                    task.add_done_callback(lambda _: uvicorn.Server.handle_exit(self, sig, frame))
+            loop.call_soon_threadsafe(start)
 
-                loop.call_soon_threadsafe(start)
-
-        return Server(config)
+    return Server(config)
 
 
 def serve(host: str = "127.0.0.1", port: int = 8000, db: str | None = None, settings: Settings | None = None,
@@ -205,5 +201,5 @@ def serve(host: str = "127.0.0.1", port: int = 8000, db: str | None = None, sett
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     app = create_app(db, settings, redis)
     config = uvicorn_config(app, host, port, settings)
-    server = HandOverServer.build(config, app) if redis else uvicorn.Server(config)
+    server = hand_over_server(config, app) if redis else uvicorn.Server(config)
     server.run()

@@ -190,6 +190,8 @@ class Table:
         self.autostart: asyncio.TimerHandle | None = None
         self.play_now = False
         """True for a table made by Play now: its bot seats are replaceable until the start."""
+        self.stopped = False
+        """Set by :meth:`stop`: later calls are answered 503 at once."""
         self.on_error: Callable[[BaseException], None] | None = None
         """Set when several processes serve (``server/cluster.py``): a failed write (refused by the fence, or the
         database away) calls it instead of breaking the table, and the owner task stops acknowledging anything;
@@ -241,6 +243,7 @@ class Table:
 
     async def stop(self) -> None:
         """Stop the owner, its bots and timers (the server is shutting down; nothing is lost)."""
+        self.stopped = True
         for handle in self._clock_handles:
             handle.cancel()
         if self._next_hand is not None:
@@ -279,6 +282,9 @@ class Table:
     def submit_call(self, fn: Callable[[], Awaitable[Any]]) -> asyncio.Future[Any]:
         """Queue a lobby operation; the future resolves with its result once the owner has run it."""
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if self.stopped:  # stopped here (moved to another process): answered at once, never left waiting
+            future.set_exception(TableError(503, "http.error", "the table stopped here: try again", {"status": 503}))
+            return future
         self.queue.put_nowait(Call(fn, future))
         return future
 

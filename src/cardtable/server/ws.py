@@ -130,7 +130,9 @@ async def serve_connection(manager: Manager, table: Table | None, websocket: Web
                 except TableError as error:
                     code = "hello.bad_token" if error.code == "token.bad" else error.code
                     peer.send_message(refusal_message("error", str(error), code, error.params))
-                    if error.status == 429:  # over a connection cap: refused and closed
+                    if error.status in (429, 503):  # over a connection cap, or the table moved: refused and closed
+                        if error.status == 503:
+                            peer.close_code = 1012  # reconnect: another process has the table
                         peer.close()
                         break
                     continue
