@@ -137,6 +137,9 @@ def test_two_processes_play_a_table_to_the_end(pg_db: str, redis_url: str, procs
     for client in clients:
         client.start()
     wait_for(lambda: all(c.seen("snapshot") for c in clients), 30, "every connection's snapshot")
+    # The lobby of the other process shows the owner's live table (published through Redis).
+    wait_for(lambda: all(s.get("connected") for s in b.get(f"/api/tables/{tid}")["seats"][:2]), 30,
+             "both people shown connected by either process")
     b.post(f"/api/tables/{tid}/start", {"token": joined["token"]})
 
     def finished(client: Client) -> bool:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from redis import Redis
 
 from cluster_harness import Client, Proc, port_open, wait_for
 from services import Postgres, free_port, new_database
@@ -84,7 +85,10 @@ def test_nginx_in_front_of_two_processes(postgres: Postgres, redis_url: str, tmp
         wait_for(lambda: all(c.seen("snapshot") for c in people + watchers), 30, "every snapshot")
         front.post(f"/api/tables/{tid}/start", {"token": made["token"]})
         wait_for(lambda: all(w.last_version() >= 6 for w in watchers), 60, "play through the proxy")
-        owner = a if a.get(f"/api/tables/{tid}")["seats"][0]["connected"] else b
+        lease = Redis.from_url(redis_url).get(f"ct:lease:{tid}")
+        assert lease is not None
+        owner_pid = int(lease.decode().rsplit(":", 1)[0].split("-")[-2])
+        owner = a if a.proc is not None and a.proc.pid == owner_pid else b
         owner.stop(signal.SIGKILL)
         marks = [w.last_version() for w in watchers]
         wait_for(lambda: all(w.last_version() > m + 3 for w, m in zip(watchers, marks, strict=True)), 60,

@@ -58,6 +58,10 @@ process or this process stops: connect again (any process) and say ``hello``; a 
 RELEASED = "ct:released"
 """Channel on which a stopping process names each table it let go, so another process takes it at once."""
 
+LOBBY = "ct:lobby"
+"""Hash of table id -> ``TABLE`` (JSON) as its owner last published it (with every lease renewal): the lobby of
+every process shows live details (who is connected, when a table starts by itself) of tables owned elsewhere."""
+
 ALIVE_PREFIX = "ct:alive:"
 """``ct:alive:{process}`` exists while the process runs (renewed with its leases)."""
 
@@ -388,6 +392,9 @@ class Cluster:
             peer.close()
         await table.stop()
         self.store.fences.pop(table.id, None)
+        if table.status not in ("open", "playing"):
+            with contextlib.suppress(Exception):
+                await self.redis.hdel(LOBBY, table.id)
         if release and epoch is not None:
             with contextlib.suppress(Exception):
                 await self.leases.release(table.id, epoch)
@@ -416,6 +423,9 @@ class Cluster:
         self._last_renewal = started
         await self.redis.set(ALIVE_PREFIX + self.process, b"1", px=self.settings.lease_ms)
         await self.limits.refresh()
+        live = {t: msgspec.json.encode(manager.tables[t].to_dict()) for t in held if t not in lost}
+        if live:
+            await self.redis.hset(LOBBY, mapping=live)  # type: ignore[arg-type]
         for table_id in lost:
             table = manager.tables.get(table_id)
             if table is not None:
@@ -590,6 +600,16 @@ class Cluster:
             reply.update(ok=False, status=503, code="http.error", reason=f"the operation failed: {error}",
                          params={"status": 503})
         self.send(str(body["from"]), reply)
+
+    async def lobby(self, table_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """``TABLE`` of each of ``table_ids`` as its owner last published it (those it published)."""
+        if not table_ids:
+            return {}
+        try:
+            values = await self.redis.hmget(LOBBY, table_ids)
+        except Exception:  # Redis away: the database's view will do
+            return {}
+        return {t: msgspec.json.decode(v) for t, v in zip(table_ids, values, strict=True) if v is not None}
 
     @contextlib.asynccontextmanager
     async def lock(self, name: str) -> AsyncIterator[None]:

@@ -542,6 +542,10 @@ class Manager:
         if table is not None:
             return table.to_dict()
         rows = await self.store.load_tables(table_id=table_id)
+        if rows and self.cluster is not None and rows[0].status in ("open", "playing"):
+            published = (await self.cluster.lobby([table_id])).get(table_id)
+            if published is not None:
+                return published
         if not rows:
             raise TableError(404, "table.not_found", f"no table {table_id!r}", {"table": table_id})
         return _table_from_row(rows[0])
@@ -574,7 +578,9 @@ class Manager:
             chosen = stored[:size + 1]
             more = len(chosen) > size
             chosen = chosen[:size]
-            out = [self.tables[r.id].to_dict() if r.id in self.tables else _table_from_row(r) for r in chosen]
+            published = await self.cluster.lobby([r.id for r in chosen if r.id not in self.tables])
+            out = [self.tables[r.id].to_dict() if r.id in self.tables
+                   else published.get(r.id) or _table_from_row(r) for r in chosen]
             return out, f"{chosen[-1].created}~{chosen[-1].id}" if more else None
         candidates = [t for t in self.tables.values()
                       if t.status == status and (after is None or (t.row.created, t.id) > after)]
