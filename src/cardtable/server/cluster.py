@@ -156,6 +156,7 @@ class Cluster:
         self._tasks: list[asyncio.Task[None]] = []
         self._taking: dict[str, asyncio.Lock] = {}
         self._waiting: Counter[str] = Counter()
+        self._creating: set[str] = set()
         self._last_renewal = time.monotonic()
         self.relayed_messages = 0
         """Messages relayed either way (for the benchmark)."""
@@ -177,7 +178,11 @@ class Cluster:
     async def close(self) -> None:
         """Hand the tables over (if not done yet), stop the background tasks, disconnect from Redis."""
         await self.hand_over()
-        await asyncio.sleep(0.05)  # let the publisher send the last messages
+        for _ in range(100):  # let the publisher send the last messages (2 s at most)
+            if self._outbox.empty():
+                break
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.05)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -366,9 +371,15 @@ class Cluster:
             raise TableError(503, "http.error", "this server process is stopping: try again", {"status": 503})
         self.owned[table_id] = epoch
         self.store.fences[table_id] = epoch
+        self._creating.add(table_id)
+
+    def forget_new(self, table_id: str) -> None:
+        """A table claimed by :meth:`claim_new` was not created after all: its lease goes at the next renewal."""
+        self._creating.discard(table_id)
 
     def adopt(self, table: Table) -> None:
         """Route ``table``'s store failures here: a refused (fenced) or failed write drops the table."""
+        self._creating.discard(table.id)
 
         def lost(error: BaseException) -> None:
             log.warning("table %s: a write failed (%s): dropping it here", table.id, error)
@@ -418,6 +429,11 @@ class Cluster:
         manager = self.manager
         assert manager is not None
         started = time.monotonic()
+        for table_id in [t for t in self.owned if t not in manager.tables and t not in self._taking
+                         and t not in self._creating]:  # ended here (closed, abandoned): let it go
+            epoch = self.owned.pop(table_id)
+            self.store.fences.pop(table_id, None)
+            await self.leases.release(table_id, epoch)
         held = {t: e for t, e in self.owned.items() if t in manager.tables}
         lost = await self.leases.renew(held)
         self._last_renewal = started

@@ -264,7 +264,12 @@ class Manager:
         )
         if self.cluster is not None:
             await self.cluster.claim_new(row.id)
-        await self.store.insert_table(row)
+        try:
+            await self.store.insert_table(row)
+        except Exception:
+            if self.cluster is not None:
+                self.cluster.forget_new(row.id)
+            raise
         table = Table(row, info, self.store, self.settings)
         self.tables[row.id] = table
         if self.cluster is not None:
