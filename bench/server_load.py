@@ -363,12 +363,11 @@ async def cluster_client(ports: list[int], start: int, tid: str, token: str, rat
                 legal: list[dict[str, Any]] = []
                 sent: dict[int, float] = {}
 
-                async def reader(ws: Any, stats: Stats, sent: dict[int, float]) -> None:
-                    nonlocal legal
+                async def reader(ws: Any, stats: Stats, sent: dict[int, float], opened: float) -> None:
                     with contextlib.suppress(websockets.exceptions.WebSocketException):
-                        await read(ws, stats, sent)
+                        await read(ws, stats, sent, opened)
 
-                async def read(ws: Any, stats: Stats, sent: dict[int, float]) -> None:
+                async def read(ws: Any, stats: Stats, sent: dict[int, float], opened: float) -> None:
                     nonlocal legal
                     async for raw in ws:
                         message = msgspec.json.decode(raw)
@@ -390,7 +389,7 @@ async def cluster_client(ports: list[int], start: int, tid: str, token: str, rat
                         elif kind == "error" and clock.measuring(now):
                             stats.errors += 1
 
-                task = asyncio.create_task(reader(ws, stats, sent))
+                task = asyncio.create_task(reader(ws, stats, sent, opened))
                 await asyncio.sleep(rng.uniform(0, 1.0 / rate))
                 next_at = time.monotonic()
                 while time.monotonic() < clock.end and not task.done():
