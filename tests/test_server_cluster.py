@@ -9,7 +9,6 @@ acknowledged twice with different actions (a fork), fails. Epochs stored with th
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shutil
 import signal
@@ -18,17 +17,11 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import select
 
-from cardtable.replay import fold
-from cardtable.server import schema
-from cardtable.server.manager import record_of
-from cardtable.server.store import Store
-from cluster_harness import Client, Message, Proc, TcpProxy, port_open, wait_for
+from cluster_harness import Client, Message, Proc, TcpProxy, check_record, port_open, start, wait_for
 from services import Postgres, free_port, new_database
 
 pytestmark = [pytest.mark.xdist_group("cluster"), pytest.mark.slow,
@@ -51,62 +44,6 @@ def procs() -> Iterator[list[Proc]]:
     for proc in started:
         if proc.proc is not None and proc.alive:
             proc.stop(signal.SIGKILL)
-
-
-def start(procs: list[Proc], db: str, redis: str, *logs: Path) -> list[Proc]:
-    """Start one process per log file at once (they apply the migrations one at a time) and wait for all."""
-    new = [Proc(db, redis, log) for log in logs]
-    procs.extend(new)
-    for proc in new:
-        proc.start(wait=False)
-    for proc in new:
-        wait_for(proc.ready, 90, f"the server on port {proc.port} to answer")
-    return new
-
-
-def stored(db: str, table_id: str) -> tuple[dict[int, dict[str, Any]], list[tuple[int, int, int | None]]]:
-    """The public view after each version of ``table_id``'s stored record (replayed), and its actions'
-    ``(hand, idx, epoch)`` in order."""
-
-    async def load() -> tuple[Any, list[tuple[int, int, int | None]]]:
-        store = await Store.open(db)
-        try:
-            rows = await store.load_tables(table_id=table_id, with_hands=True)
-            a = schema.actions
-            async with store.engine.connect() as conn:
-                epochs = (await conn.execute(select(a.c.hand, a.c.idx, a.c.epoch).where(a.c.table_id == table_id)
-                                             .order_by(a.c.hand, a.c.idx))).all()
-        finally:
-            await store.close()
-        return rows[0], [(int(h), int(i), None if e is None else int(e)) for h, i, e in epochs]
-
-    row, epochs = asyncio.run(load())
-    views: dict[int, dict[str, Any]] = {}
-
-    def step(_hand: int, index: int | None, state: Any) -> None:
-        if index is not None:
-            views[len(views) + 1] = state.view(None)
-
-    fold(record_of(row), on_step=step)
-    return views, epochs
-
-
-def check_record(db: str, table_id: str, watchers: list[Client], acked: list[Client]) -> int:
-    """Every update a watcher saw matches the record at its version, every version acknowledged to anyone is
-    stored, and epochs never go down; returns the number of stored actions."""
-    views, epochs = stored(db, table_id)
-    for watcher in watchers:
-        for message in watcher.seen("update"):
-            v = int(message["v"])
-            assert v in views, f"version {v} was sent but is not stored (stored: {len(views)})"
-            assert message["view"] == views[v], f"version {v} sent differs from the record (a fork)"
-    for client in acked:
-        for v in client.versions():
-            assert v <= len(views), f"version {v} acknowledged but not stored (stored: {len(views)})"
-    stamps = [e for _, _, e in epochs]
-    assert all(e is not None for e in stamps)
-    assert stamps == sorted(stamps, key=lambda e: e or 0), "an older owner stored after a newer one"
-    return len(views)
 
 
 def nerts_table(proc: Proc) -> tuple[str, str]:

@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 from redis import Redis
 
-from cluster_harness import Client, Proc, port_open, wait_for
+from cluster_harness import Client, Proc, check_record, port_open, start, wait_for
 from services import Postgres, free_port, new_database
-from test_server_cluster import check_record, start
 
 pytestmark = [pytest.mark.xdist_group("cluster"), pytest.mark.slow,
               pytest.mark.filterwarnings("ignore::DeprecationWarning")]
