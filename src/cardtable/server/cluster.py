@@ -62,6 +62,10 @@ LOBBY = "ct:lobby"
 """Hash of table id -> ``TABLE`` (JSON) as its owner last published it (with every lease renewal): the lobby of
 every process shows live details (who is connected, when a table starts by itself) of tables owned elsewhere."""
 
+OPEN_TIMEOUT_S = 5.0
+"""Seconds a relayed connection waits for the owner to answer ``open`` before it is closed with
+:data:`RECONNECT_CODE` (the owner is gone, or missed the message)."""
+
 ALIVE_PREFIX = "ct:alive:"
 """``ct:alive:{process}`` exists while the process runs (renewed with its leases)."""
 
@@ -253,7 +257,7 @@ class Cluster:
         op = body.get("op")
         conn = str(body.get("conn", ""))
         self.relayed_messages += 1
-        if op in ("out", "close"):
+        if op in ("out", "close", "opened"):
             relay = self.relays.get(conn)
             if relay is not None:
                 relay[0].put_nowait(body)
@@ -306,8 +310,9 @@ class Cluster:
         lock = self._taking.setdefault(table_id, asyncio.Lock())
         self._waiting[table_id] += 1
         try:
-            async with lock:
-                return await self._take(table_id)
+            async with asyncio.timeout(self.settings.lease_ms * 2 / 1000.0):  # never stuck: the next try will do
+                async with lock:
+                    return await self._take(table_id)
         finally:
             self._waiting[table_id] -= 1
             if not self._waiting[table_id]:  # nobody else wants to take it now: forget the lock
@@ -339,11 +344,12 @@ class Cluster:
             self.store.fences[table_id] = epoch
             rows = await self.store.load_tables(table_id=table_id, with_hands=True)
             table = manager.restore(rows[0]) if rows else None
-        except Exception:
+        except BaseException:  # failed, or timed out (cancelled): nothing of it stays
             self.owned.pop(table_id, None)
             self.store.fences.pop(table_id, None)
-            with contextlib.suppress(Exception):
-                await self.leases.release(table_id, epoch)
+            manager.tables.pop(table_id, None)
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(self.leases.release(table_id, epoch))
             raise
         if table is None:
             self.owned.pop(table_id, None)
@@ -415,7 +421,8 @@ class Cluster:
         while True:
             await asyncio.sleep(interval)
             try:
-                await self.renew()
+                async with asyncio.timeout(self.settings.lease_ms / 1000.0):
+                    await self.renew()
             except asyncio.CancelledError:
                 raise
             except Exception as error:
@@ -485,11 +492,12 @@ class Cluster:
             if self.draining:
                 continue
             try:
-                await self.sweep()
+                async with asyncio.timeout(self.settings.lease_ms * 4 / 1000.0):
+                    await self.sweep()
             except asyncio.CancelledError:
                 raise
             except Exception as error:
-                log.warning("the ownership sweep failed: %s", error)
+                log.warning("the ownership sweep failed: %r", error)
 
     async def sweep(self) -> int:
         """Take every open or playing table that no process owns (its owner died); returns how many were taken."""
@@ -504,7 +512,7 @@ class Cluster:
             try:
                 taken += await self.take(table_id) is not None
             except Exception as error:
-                log.warning("table %s: taking it failed: %s", table_id, error)
+                log.warning("table %s: taking it failed: %r", table_id, error)
         return taken
 
     # -- relayed connections -------------------------------------------------------------------------
@@ -528,8 +536,18 @@ class Cluster:
                 self.send(owner, {"op": "in", "conn": conn, "data": data})
 
         async def downstream() -> int:
+            try:  # the owner answers "opened" at once; a relay nobody answers is closed (reconnect)
+                first = await asyncio.wait_for(inbox.get(), OPEN_TIMEOUT_S)
+            except TimeoutError:
+                return RECONNECT_CODE
+            if first.get("op") == "close":
+                return int(first.get("code", 1000))
+            if first.get("op") == "out":
+                await websocket.send_text(first["data"])
             while True:
                 body = await inbox.get()
+                if body.get("op") == "opened":
+                    continue
                 if body.get("op") == "out":
                     await websocket.send_text(body["data"])
                 else:
@@ -562,6 +580,7 @@ class Cluster:
             return
         remote = RemoteSocket(self, origin, conn)
         self.remotes[conn] = remote
+        self.send(origin, {"op": "opened", "conn": conn})
 
         async def run() -> None:
             from cardtable.server.ws import serve_connection
