@@ -19,6 +19,9 @@ from cardtable.server.manager import Manager
 from cardtable.server.play import Peer, Play
 from cardtable.server.table import Table, TableError, refusal_message
 
+RECONNECT_CODE = 1012
+"""Close code for "connect again" (``server/cluster.py``: the table moved, or the service is briefly away)."""
+
 FLUSH_TIMEOUT_S = 2.0
 """Seconds the writer of a connection the server closes has to send what is queued and the close frame."""
 
@@ -42,7 +45,11 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
     address = websocket.client.host if websocket.client else "?"
     counted: str | None = None
     if manager.cluster is not None:  # counted over every process
-        counted = await manager.cluster.limits.open_socket(address, settings.max_sockets_per_address)
+        try:
+            counted = await manager.cluster.limits.open_socket(address, settings.max_sockets_per_address)
+        except Exception:  # Redis away for a moment: the client reconnects
+            await websocket.close(code=RECONNECT_CODE)
+            return
     if counted is None and (manager.cluster is not None
                             or manager.sockets[address] >= settings.max_sockets_per_address):
         limit = settings.max_sockets_per_address
@@ -55,7 +62,11 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
     try:
         table = manager.tables.get(table_id)
         if table is None and manager.cluster is not None:
-            where = await manager.cluster.locate(table_id)
+            try:
+                where = await manager.cluster.locate(table_id)
+            except Exception:  # Redis or the database away for a moment: the client reconnects
+                await websocket.close(code=RECONNECT_CODE)
+                return
             if isinstance(where, str):
                 await manager.cluster.relay(websocket, table_id, where, address)
                 return
@@ -132,7 +143,7 @@ async def serve_connection(manager: Manager, table: Table | None, websocket: Web
                     peer.send_message(refusal_message("error", str(error), code, error.params))
                     if error.status in (429, 503):  # over a connection cap, or the table moved: refused and closed
                         if error.status == 503:
-                            peer.close_code = 1012  # reconnect: another process has the table
+                            peer.close_code = RECONNECT_CODE  # reconnect: another process has the table
                         peer.close()
                         break
                     continue
