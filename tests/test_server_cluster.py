@@ -24,7 +24,7 @@ import pytest
 from cluster_harness import Client, Message, Proc, TcpProxy, check_record, port_open, start, wait_for
 from services import Postgres, free_port, new_database
 
-pytestmark = [pytest.mark.xdist_group("cluster"), pytest.mark.slow,
+pytestmark = [pytest.mark.slow,
               pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 BOTS3 = [{"kind": "bot", "bot": "greedy:medium"}] * 3

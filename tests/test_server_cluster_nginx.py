@@ -17,7 +17,7 @@ from redis import Redis
 from cluster_harness import Client, Proc, check_record, port_open, start, wait_for
 from services import Postgres, free_port, new_database
 
-pytestmark = [pytest.mark.xdist_group("cluster"), pytest.mark.slow,
+pytestmark = [pytest.mark.slow,
               pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 NGINX = "/usr/sbin/nginx"
