@@ -28,13 +28,18 @@ def serve(
         str | None,
         typer.Option(help="Database URL (default: a SQLite file in your data folder; postgresql+asyncpg://... works)."),
     ] = None,
+    redis: Annotated[
+        str | None,
+        typer.Option(help="Redis URL (redis://HOST:6379/0): run as one of several processes sharing --db "
+                          "(PostgreSQL); see docs/deploy.md."),
+    ] = None,
 ) -> None:
     """Host tables for people and bots: the lobby and both games at http://HOST:PORT/."""
     from cardtable.server.app import serve as run_server
 
     shown = f"[{host}]" if ":" in host else host
     console.print(f"cardtable: open [bold]http://{shown}:{port}/[/bold] in your browser (Ctrl+C stops the server)")
-    run_server(host=host, port=port, db=db)
+    run_server(host=host, port=port, db=db, redis=redis)
 
 
 def _print_result(result: ReplayResult, seats: list[records.Seat]) -> None:

@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -45,6 +45,8 @@ from cardtable.server.store import Store
 from cardtable.server.tokens import hash_token
 
 if TYPE_CHECKING:
+    from cardtable.server.cluster import RemoteTable
+    from cardtable.server.counters import SharedLimiter
     from cardtable.server.table import Table
 
 router = APIRouter(prefix="/api", tags=["accounts"])
@@ -171,6 +173,19 @@ class Limiter:
         """Forget ``key``'s failures (after a successful sign-in)."""
         self._failures.pop(key, None)
 
+    # The routes call these; with several processes a ``counters.SharedLimiter`` answers them from Redis instead.
+    async def check(self, key: str, limit: int) -> int:
+        """:meth:`wait_s`, awaited."""
+        return self.wait_s(key, limit)
+
+    async def note_failure(self, key: str) -> None:
+        """:meth:`fail`, awaited."""
+        self.fail(key)
+
+    async def forget(self, key: str) -> None:
+        """:meth:`clear`, awaited."""
+        self.clear(key)
+
 
 # -- request bodies -----------------------------------------------------------------------------------------
 
@@ -189,8 +204,8 @@ def _store(request: Request) -> Store:
     return store
 
 
-def _limiter(request: Request) -> Limiter:
-    limiter: Limiter | None = getattr(request.app.state, "sign_in_limiter", None)
+def _limiter(request: Request) -> Limiter | SharedLimiter:
+    limiter: Limiter | SharedLimiter | None = getattr(request.app.state, "sign_in_limiter", None)
     if limiter is None:
         limiter = request.app.state.sign_in_limiter = Limiter()
     return limiter
@@ -282,7 +297,7 @@ async def sign_up(body: Credentials, request: Request, response: Response) -> di
     check_origin(request, always=True)
     address = "signup:" + (request.client.host if request.client else "?")
     limiter = _limiter(request)
-    wait = limiter.wait_s(address, MAX_SIGN_UPS_PER_ADDRESS)
+    wait = await limiter.check(address, MAX_SIGN_UPS_PER_ADDRESS)
     if wait:
         raise AccountError(429, "account.rate_limited", f"too many new accounts: try again in {wait} s",
                            retry_after_s=wait)
@@ -293,7 +308,7 @@ async def sign_up(body: Credentials, request: Request, response: Response) -> di
     if not PASSWORD_MIN <= len(body.password) <= PASSWORD_MAX:
         raise AccountError(422, "account.password_invalid", f"a password has {PASSWORD_MIN} to {PASSWORD_MAX} characters",
                            min=PASSWORD_MIN, max=PASSWORD_MAX)
-    limiter.fail(address)
+    await limiter.note_failure(address)
     password_hash = await asyncio.to_thread(_hasher.hash, body.password)
     made: list[int] = []
 
@@ -321,8 +336,8 @@ async def sign_in(body: Credentials, request: Request, response: Response) -> di
     limiter = _limiter(request)
     key = name_key(body.name.strip())[:200]
     address = request.client.host if request.client else "?"
-    wait = max(limiter.wait_s("name:" + key, MAX_FAILURES_PER_NAME),
-               limiter.wait_s("addr:" + address, MAX_FAILURES_PER_ADDRESS))
+    wait = max(await limiter.check("name:" + key, MAX_FAILURES_PER_NAME),
+               await limiter.check("addr:" + address, MAX_FAILURES_PER_ADDRESS))
     if wait:
         raise AccountError(429, "account.rate_limited", f"too many failed sign-ins: try again in {wait} s",
                            retry_after_s=wait)
@@ -337,10 +352,10 @@ async def sign_in(body: Credentials, request: Request, response: Response) -> di
     except (VerificationError, InvalidHashError):
         ok = False
     if row is None or not ok:
-        limiter.fail("name:" + key)
-        limiter.fail("addr:" + address)
+        await limiter.note_failure("name:" + key)
+        await limiter.note_failure("addr:" + address)
         raise AccountError(401, "account.bad_credentials", "wrong name or password")
-    limiter.clear("name:" + key)
+    await limiter.forget("name:" + key)
     _set_cookie(request, response, await _new_session(store, row.id))
     return _me(Account(row.id, row.name))
 
@@ -425,12 +440,14 @@ def _seat_token(key: bytes, table_id: str, seat: int, account_id: int) -> str:
     return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
-async def bind_seat(request: Request, table: Table, seat: int, token: str) -> str:
+async def bind_seat(request: Request, table: Table | RemoteTable, seat: int, token: str) -> str:
     """Tie ``seat`` at ``table``, just taken with ``token``, to the signed-in account (if any): the seat takes
     the account's name and a token derived from the account, which is returned (a guest's ``token`` comes back
-    unchanged). A cookie sent from another site is not honoured: that seat stays a guest's."""
-    if COOKIE not in request.cookies or not same_origin(request):
+    unchanged). A cookie sent from another site is not honoured: that seat stays a guest's. Neither is a seat
+    taken at a table another server process owns (``RemoteTable``, ``docs/deploy.md``)."""
+    if COOKIE not in request.cookies or not same_origin(request) or getattr(table, "remote", False):
         return token
+    table = cast("Table", table)
     account = await current_account(request)
     if account is None:
         return token

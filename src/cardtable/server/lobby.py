@@ -115,7 +115,7 @@ async def play_now(body: PlayNow, request: Request) -> dict[str, Any]:
     the game gets bots of the level nearest their rating instead (``docs/protocol.md``, "Accounts and players").
     Counted like a new table against the address's ``creates_per_minute`` (``429`` beyond)."""
     manager = _manager(request)
-    manager.allow_create(request.client.host if request.client else "?")
+    await manager.check_create(request.client.host if request.client else "?")
     bot = await play_now_bot(request, body.game, PLAY_NOW_BOTS.get(body.game, ""))
     table, seat, token = await manager.play_now(body.game, body.name, bot or None)
     token = await bind_seat(request, table, seat, token)
@@ -128,7 +128,7 @@ async def create_table(body: CreateTable, request: Request) -> dict[str, Any]:
     ``creates_per_minute`` tables a minute (burst ``create_burst``), beyond that ``429``."""
     seats = None if body.seats is None else [s.model_dump() for s in body.seats]
     manager = _manager(request)
-    manager.allow_create(request.client.host if request.client else "?")
+    await manager.check_create(request.client.host if request.client else "?")
     table, seat, token = await manager.create(
         body.game, body.options, seats, body.name, body.seed, body.grace_seconds, body.autostart
     )

@@ -193,6 +193,12 @@ class Table:
         self.autostart: asyncio.TimerHandle | None = None
         self.play_now = False
         """True for a table made by Play now: its bot seats are replaceable until the start."""
+        self.stopped = False
+        """Set by :meth:`stop`: later calls are answered 503 at once."""
+        self.on_error: Callable[[BaseException], None] | None = None
+        """Set when several processes serve (``server/cluster.py``): a failed write (refused by the fence, or the
+        database away) calls it instead of breaking the table, and the owner task stops acknowledging anything;
+        the table is then dropped here and rebuilt from its record by whichever process takes it next."""
 
     # -- building ---------------------------------------------------------------------------------------
 
@@ -240,6 +246,7 @@ class Table:
 
     async def stop(self) -> None:
         """Stop the owner, its bots and timers (the server is shutting down; nothing is lost)."""
+        self.stopped = True
         for handle in self._clock_handles:
             handle.cancel()
         if self._next_hand is not None:
@@ -265,12 +272,22 @@ class Table:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        while not self.queue.empty():  # what was still queued is answered, never left waiting
+            item = self.queue.get_nowait()
+            if isinstance(item, Call) and not item.future.done():
+                item.future.set_exception(TableError(503, "http.error", "the table stopped here: try again",
+                                                     {"status": 503}))
+            elif isinstance(item, Play) and item.future is not None and not item.future.done():
+                item.future.set_result((False, "the table stopped here"))
 
     # -- the queue --------------------------------------------------------------------------------------
 
     def submit_call(self, fn: Callable[[], Awaitable[Any]]) -> asyncio.Future[Any]:
         """Queue a lobby operation; the future resolves with its result once the owner has run it."""
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if self.stopped:  # stopped here (moved to another process): answered at once, never left waiting
+            future.set_exception(TableError(503, "http.error", "the table stopped here: try again", {"status": 503}))
+            return future
         self.queue.put_nowait(Call(fn, future))
         return future
 
@@ -298,6 +315,9 @@ class Table:
             try:
                 await self._apply_batch(batch)
             except Exception as error:
+                if self.on_error is not None:
+                    self.on_error(error)
+                    return
                 log.exception("table %s: applying actions failed", self.id)
                 self._break(f"the table stopped on a server error: {error}")
                 return
@@ -308,6 +328,14 @@ class Table:
         try:
             result = await call.fn()
         except Exception as error:
+            if self.on_error is not None and not isinstance(error, TableError):
+                # A write failed: what this table holds in memory may be ahead of its record. Answer 503 and stop.
+                if not call.future.done():
+                    call.future.set_exception(TableError(
+                        503, "http.error", "the table is moving to another server process: try again",
+                        {"status": 503}))
+                self.on_error(error)
+                await asyncio.Event().wait()  # the owner stops here; the cluster drops (and cancels) it
             if not call.future.done():
                 call.future.set_exception(error)
         else:
