@@ -1,15 +1,23 @@
 """Our Enemy Anemone search against OpenSpiel's ISMCTS at equal simulations per move, and our search's speed.
 
 Usage: ``python bench/anemone_vs_openspiel.py [--games 200] [--budgets 500,2500] [--settings pairs,solo]
-[--jobs 1] [--seed 1] [--speed-positions 12]`` (needs the ``ai`` extra).
+[--jobs 1] [--seed 1] [--out FILE] [--speed-positions 12]`` (needs the ``ai`` extra);
+``python bench/anemone_vs_openspiel.py --summary --out FILE`` prints the figures of the games in ``FILE`` only.
 
 - Strength: four seats, one hand per game (``--rounds`` for more). ``pairs``: two of ours (``ismcts:hard``'s
   search with the simulation budget given and no time cap) against two of OpenSpiel's
-  ``open_spiel.python.algorithms.ismcts.ISMCTSBot`` (random-rollout evaluator, UCT, ``uct_c`` 10 points),
-  seats alternating and swapped every other game; ``solo``: one of ours against three of theirs, our seat
-  rotating. A game is won by the highest score; a shared win counts 1/k to each side in it. Win rates with 95%
-  Wilson intervals against par (1/2 for pairs, 1/4 for solo), and milliseconds per move of each bot (moves
-  with a choice only).
+  ``open_spiel.python.algorithms.ismcts.ISMCTSBot``, seats alternating and swapped every other game; ``solo``:
+  one of ours against three of theirs, our seat rotating. OpenSpiel's bot gets its standard parts: a
+  ``RandomRolloutEvaluator`` with its default single rollout (``--rollouts``), UCT child selection, the most
+  visited move, no limit on world samples; its ``uct_c`` is in points, the scale of the game's returns
+  (``--uct-c``, default 10: a hand deals out about 52 points among four seats). A game is won by the highest
+  score; a shared win counts 1/k to each side in it. Win rates with 95% Wilson intervals against par (1/2 for
+  pairs, 1/4 for solo), and milliseconds per move of each bot (moves with a choice only; wall clock, on a busy
+  machine both bots slow down alike).
+- Incremental: every finished game is appended to ``--out`` as one JSON line (setting, budget, game number,
+  seed, our seats, returns, time per move); a run skips the games already in the file, so an interrupted run
+  resumes where it stopped, and partial runs count. Games run interleaved (one of each setting and budget in
+  turn, 500-simulation settings first), so a run stopped early has figures for every setting.
 - Speed: our search from four-seat positions (first moves of hands, and positions later in hands), a fixed number
   of simulations each: simulations per CPU second (and per wall-clock second), and the ratio to the baseline
   measured in the same run: the search as first written (``search(..., engine_playouts=True)``: the engine's
@@ -19,11 +27,13 @@ Usage: ``python bench/anemone_vs_openspiel.py [--games 200] [--budgets 500,2500]
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
 import time
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pyspiel
@@ -41,6 +51,8 @@ class Task:
     game: int
     seed: int
     rounds: int
+    uct_c: float = 10.0
+    rollouts: int = 1
 
 
 @dataclass
@@ -70,10 +82,14 @@ def play(task: Task) -> Outcome:
             budget = Budget(task.simulations, 3600.0, hard.exploration)
             bots.append(cos.CardtableBot(seat, IsmctsBot(base + seat, budget)))
         else:
-            bots.append(cos.ismcts_bot(game, task.simulations, seed=base + seat))
+            bots.append(
+                cos.ismcts_bot(
+                    game, task.simulations, uct_c=task.uct_c, seed=base + seat, rollouts=task.rollouts
+                )
+            )
     rng = np.random.RandomState(base)
     state = game.new_initial_state()
-    ms: dict[str, list[float]] = {"ours": [], "theirs": []}
+    ms: dict[str, list[float]] = {"ours": [], "theirs": [], "ours_cpu": [], "theirs_cpu": []}
     while not state.is_terminal():
         if state.is_chance_node():
             outcomes, probs = zip(*state.chance_outcomes(), strict=True)
@@ -82,10 +98,13 @@ def play(task: Task) -> Outcome:
         seat = state.current_player()
         choices = len(state.legal_actions())
         start = time.perf_counter()
+        cpu = time.process_time()
         action = bots[seat].step(state)
         elapsed = (time.perf_counter() - start) * 1000
         if choices > 1:
-            ms["ours" if seat in ours else "theirs"].append(elapsed)
+            side = "ours" if seat in ours else "theirs"
+            ms[side].append(elapsed)
+            ms[f"{side}_cpu"].append((time.process_time() - cpu) * 1000)
         state.apply_action(int(action))
     return Outcome(task, ours, list(state.returns()), ms)
 
@@ -134,8 +153,61 @@ def speed(positions: int, seed: int, simulations: int = 4000) -> None:
     )
 
 
+def _key(task: Task) -> tuple[str, int, int, int, int, float, int]:
+    return (task.setting, task.simulations, task.game, task.seed, task.rounds, task.uct_c, task.rollouts)
+
+
+def load(path: Path | None) -> list[Outcome]:
+    """The games already in ``path`` (none when it does not exist)."""
+    if path is None or not path.exists():
+        return []
+    outcomes = []
+    for line in path.read_text().splitlines():
+        if line.strip():
+            data = json.loads(line)
+            outcomes.append(Outcome(Task(**data["task"]), data["ours"], data["returns"], data["ms"]))
+    return outcomes
+
+
+def summary(outcomes: list[Outcome]) -> None:
+    """Print the figures of each setting and budget found in ``outcomes``."""
+    groups: dict[tuple[int, str, float, int], list[Outcome]] = {}
+    for outcome in outcomes:
+        task = outcome.task
+        groups.setdefault((task.simulations, task.setting, task.uct_c, task.rollouts), []).append(outcome)
+    for (simulations, setting, uct_c, rollouts), group in sorted(groups.items()):
+        wins = sum(our_share(o) for o in group)
+        low, high = wilson(wins, len(group))
+        par = 0.5 if setting == "pairs" else 0.25
+        per_move = {
+            side: statistics.mean([m for o in group for m in o.ms.get(side, [])] or [0.0])
+            for side in ("ours", "theirs", "ours_cpu", "theirs_cpu")
+        }
+        margin = statistics.mean(
+            statistics.mean(o.returns[s] for s in o.ours)
+            - statistics.mean(o.returns[s] for s in range(4) if s not in o.ours)
+            for o in group
+        )
+        verdict = "ahead" if low > par else ("behind" if high < par else "not clear of par")
+        print(
+            f"{setting:5} {simulations:>5} sims (OpenSpiel uct_c {uct_c:g}, {rollouts} rollout): ours won "
+            f"{wins / len(group):.1%} of {len(group)} games (95% {low:.1%}-{high:.1%}, par {par:.0%}: {verdict}); "
+            f"points per seat ours-theirs {margin:+.2f}; ms/move (wall; CPU) ours {per_move['ours']:.0f}; "
+            f"{per_move['ours_cpu']:.0f}, OpenSpiel {per_move['theirs']:.0f}; {per_move['theirs_cpu']:.0f}",
+            flush=True,
+        )
+
+
+def interleave(groups: list[list[Task]]) -> list[Task]:
+    """One task of each group in turn."""
+    out: list[Task] = []
+    for i in range(max((len(g) for g in groups), default=0)):
+        out.extend(g[i] for g in groups if i < len(g))
+    return out
+
+
 def main() -> None:
-    """Run the settings and budgets asked for and print the figures."""
+    """Run the settings and budgets asked for (skipping games already in ``--out``) and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=200, help="games per setting and budget")
     parser.add_argument("--budgets", default="500,2500", help="simulations per move, comma-separated")
@@ -143,43 +215,64 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="hands per game")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--uct-c", type=float, default=10.0, help="OpenSpiel's UCT constant, in points")
+    parser.add_argument("--rollouts", type=int, default=1, help="OpenSpiel's random rollouts per evaluation")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="JSON lines file of finished games (resumable)"
+    )
+    parser.add_argument("--summary", action="store_true", help="only print the figures of the games in --out")
     parser.add_argument("--speed-positions", type=int, default=12, help="0 to skip the speed test")
     parser.add_argument("--progress", action="store_true", help="print every game as it ends")
     args = parser.parse_args()
+    done = load(args.out)
+    if args.summary:
+        summary(done)
+        return
     if args.speed_positions:
         speed(args.speed_positions, args.seed)
-    for simulations in (int(b) for b in args.budgets.split(",")):
-        for setting in args.settings.split(","):
-            tasks = [Task(setting, simulations, g, args.seed, args.rounds) for g in range(args.games)]
-            start = time.perf_counter()
-            outcomes = []
-            with ProcessPoolExecutor(args.jobs) as pool:
-                for outcome in pool.map(play, tasks):
-                    outcomes.append(outcome)
-                    if args.progress:
-                        print(
-                            f"  {setting} {simulations} game {outcome.task.game}: ours in seats {outcome.ours}, "
-                            f"returns {outcome.returns}, our share of the win {our_share(outcome):.2f}",
-                            flush=True,
-                        )
-            wins = sum(our_share(o) for o in outcomes)
-            low, high = wilson(wins, len(outcomes))
-            par = 0.5 if setting == "pairs" else 0.25
-            ours_ms = [m for o in outcomes for m in o.ms["ours"]]
-            theirs_ms = [m for o in outcomes for m in o.ms["theirs"]]
-            margin = statistics.mean(
-                statistics.mean(o.returns[s] for s in o.ours)
-                - statistics.mean(o.returns[s] for s in range(4) if s not in o.ours)
-                for o in outcomes
-            )
-            verdict = "ahead" if low > par else ("behind" if high < par else "not clear of par")
-            print(
-                f"{setting:5} {simulations:>5} sims: ours won {wins / len(outcomes):.1%} of {len(outcomes)} games "
-                f"(95% {low:.1%}-{high:.1%}, par {par:.0%}: {verdict}); points per seat ours-theirs "
-                f"{margin:+.2f}; ms/move ours {statistics.mean(ours_ms):.0f}, OpenSpiel "
-                f"{statistics.mean(theirs_ms):.0f}; {time.perf_counter() - start:.0f} s",
-                flush=True,
-            )
+    print(
+        f"OpenSpiel's ISMCTSBot: RandomRolloutEvaluator({args.rollouts}), UCT c {args.uct_c:g} (points), "
+        "most visited move; ours: ismcts:hard's search at the same simulations, no time cap",
+        flush=True,
+    )
+    seen = {_key(o.task) for o in done}
+    groups = [
+        [
+            task
+            for g in range(args.games)
+            if _key(task := Task(setting, simulations, g, args.seed, args.rounds, args.uct_c, args.rollouts))
+            not in seen
+        ]
+        for simulations in sorted(int(b) for b in args.budgets.split(","))
+        for setting in args.settings.split(",")
+    ]
+    tasks = interleave(groups)
+    print(f"{len(done)} games already in {args.out}; {len(tasks)} to play", flush=True)
+    start = time.perf_counter()
+    outcomes = list(done)
+    handle = args.out.open("a") if args.out is not None else None
+    try:
+        with ProcessPoolExecutor(args.jobs) as pool:
+            futures = [pool.submit(play, task) for task in tasks]
+            for future in as_completed(futures):
+                outcome = future.result()
+                outcomes.append(outcome)
+                if handle is not None:
+                    record = {"task": asdict(outcome.task), "ours": outcome.ours, "returns": outcome.returns}
+                    handle.write(json.dumps({**record, "ms": outcome.ms}) + "\n")
+                    handle.flush()
+                if args.progress:
+                    task = outcome.task
+                    print(
+                        f"  {task.setting} {task.simulations} game {task.game}: ours in seats {outcome.ours}, "
+                        f"returns {outcome.returns}, our share of the win {our_share(outcome):.2f} "
+                        f"({time.perf_counter() - start:.0f} s)",
+                        flush=True,
+                    )
+    finally:
+        if handle is not None:
+            handle.close()
+    summary(outcomes)
 
 
 if __name__ == "__main__":

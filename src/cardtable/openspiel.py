@@ -504,8 +504,11 @@ class CardtableBot(pyspiel.Bot):
         """Nothing to remember."""
 
 
-def ismcts_bot(game: EnemyAnemoneGame, simulations: int, uct_c: float = 10.0, seed: int = 0) -> pyspiel.Bot:
-    """OpenSpiel's own ``ISMCTSBot`` (random-rollout evaluator, UCT, most visited move) for this game.
+def ismcts_bot(
+    game: EnemyAnemoneGame, simulations: int, uct_c: float = 10.0, seed: int = 0, rollouts: int = 1
+) -> pyspiel.Bot:
+    """OpenSpiel's own ``ISMCTSBot`` (``RandomRolloutEvaluator`` with ``rollouts`` random rollouts, its default
+    1; UCT; the most visited move; no limit on world samples) for this game.
 
     ``uct_c`` is in points, the scale of the game's returns. OpenSpiel's Python ISMCTS keeps no memory between
     moves but does not say so to ``evaluate_bots``; the bot returned here does (``restart_at`` and
@@ -521,5 +524,5 @@ def ismcts_bot(game: EnemyAnemoneGame, simulations: int, uct_c: float = 10.0, se
             pass
 
     random_state = np.random.RandomState(seed)
-    evaluator = mcts.RandomRolloutEvaluator(1, random_state)
+    evaluator = mcts.RandomRolloutEvaluator(rollouts, random_state)
     return _Bot(game, evaluator, uct_c, simulations, random_state=random_state)
