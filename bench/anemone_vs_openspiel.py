@@ -16,8 +16,9 @@ Usage: ``python bench/anemone_vs_openspiel.py [--games 200] [--budgets 500,2500]
   machine both bots slow down alike).
 - Incremental: every finished game is appended to ``--out`` as one JSON line (setting, budget, game number,
   seed, our seats, returns, time per move); a run skips the games already in the file, so an interrupted run
-  resumes where it stopped, and partial runs count. Games run interleaved (one of each setting and budget in
-  turn, 500-simulation settings first), so a run stopped early has figures for every setting.
+  resumes where it stopped, and partial runs count. Games run interleaved (by simulations spent: five games of each
+  500-simulation setting per game of each 2,500-simulation one), so a run stopped early has figures for every
+  setting.
 - Speed: our search from four-seat positions (first moves of hands, and positions later in hands), a fixed number
   of simulations each: simulations per CPU second (and per wall-clock second), and the ratio to the baseline
   measured in the same run: the search as first written (``search(..., engine_playouts=True)``: the engine's
@@ -199,11 +200,12 @@ def summary(outcomes: list[Outcome]) -> None:
 
 
 def interleave(groups: list[list[Task]]) -> list[Task]:
-    """One task of each group in turn."""
-    out: list[Task] = []
-    for i in range(max((len(g) for g in groups), default=0)):
-        out.extend(g[i] for g in groups if i < len(g))
-    return out
+    """The tasks of every group in one order, each group's games spread evenly by simulations spent: a game at
+    2,500 simulations comes after five at 500 (ties: the groups' order)."""
+    keyed = [
+        ((task.game + 1) * task.simulations, i, task) for i, group in enumerate(groups) for task in group
+    ]
+    return [task for _, _, task in sorted(keyed, key=lambda item: (item[0], item[1]))]
 
 
 def main() -> None:
