@@ -21,14 +21,15 @@ Usage: ``python bench/anemone_vs_openspiel.py [--games 200] [--budgets 500,2500]
   setting.
 - Speed: our search from four-seat positions (first moves of hands, and positions later in hands), a fixed number
   of simulations each: simulations per CPU second (and per wall-clock second), and the ratio to the baseline
-  measured in the same run: the search as first written (``search(..., engine_playouts=True)``: the engine's
-  ``AnemoneState.playout`` and a card-by-card deal).
+  measured in the same run: the search as first written (:func:`baseline_search`: the same tree search on the
+  engine's ``AnemoneState.moves``/``copy``/``playout``, and a card-by-card deal).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import statistics
 import time
@@ -40,8 +41,9 @@ import numpy as np
 import pyspiel
 
 import cardtable.openspiel as cos
-from cardtable.bots.ismcts import LEVELS, Budget, IsmctsBot, search
-from cardtable.games.anemone import AnemoneMatch, AnemoneOptions
+from cardtable.bots.ismcts import LEVELS, Budget, Determinizer, IsmctsBot, Move, _Node, search
+from cardtable.engine import View
+from cardtable.games.anemone import CODE, AnemoneMatch, AnemoneOptions, AnemoneState
 from cardtable.sim.anemone import wilson
 
 
@@ -117,6 +119,87 @@ def our_share(outcome: Outcome) -> float:
     return sum(1 for s in top if s in outcome.ours) / len(top)
 
 
+def baseline_rewards(state: AnemoneState, anemone_weight: float) -> list[float]:
+    points = state.points
+    total = sum(points)
+    n = state.players
+    out = []
+    if anemone_weight:
+        held = [sum(faces) for faces in state.anem]
+        all_held = sum(held)
+    for s in range(n):
+        margin = points[s] - (total - points[s]) / (n - 1)
+        if anemone_weight:
+            margin += anemone_weight * (held[s] - (all_held - held[s]) / (n - 1))
+        out.append(margin / 10.0)
+    return out
+
+
+def baseline_search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[Move, int]]:
+    """The baseline: our search as it was first written (the same SO-ISMCTS, with the engine's
+    ``AnemoneState.moves``/``copy``/``playout`` and a card-by-card deal of each determinization)."""
+    started = time.perf_counter()
+    seat = int(view["seat"])
+    det = Determinizer(view)
+    hands, deck = det.sample(rng)
+    base = AnemoneState.from_view(view, [[CODE[c] for c in h] for h in hands], [CODE[c] for c in deck])
+    last_hand = view.get("round") is not None and view.get("round") == view.get("rounds")
+    anemone_weight = 0.1 if last_hand else 0.5
+    root = _Node(None, None, seat)
+    c = budget.exploration
+    deadline = started + budget.seconds
+    sims = 0
+    log = math.log
+    sqrt = math.sqrt
+    while sims < budget.simulations:
+        if sims and sims % 8 == 0 and time.perf_counter() > deadline:
+            break
+        sims += 1
+        state = base.copy()
+        if sims > 1:
+            hands, deck = det.sample_card_by_card(rng)
+            state.hands = hands
+            state.deck = deck
+        node = root
+        # selection and expansion
+        while not state.over:
+            moves = state.moves()
+            untried = [m for m in moves if m not in node.children]
+            if untried:
+                move = untried[int(rng.random() * len(untried))]
+                child = _Node(node, move, state.turn)
+                node.children[move] = child
+                for m in moves:
+                    if m in node.children:
+                        node.children[m].avail += 1
+                state.step(*move)
+                node = child
+                break
+            best: _Node | None = None
+            best_score = -1e18
+            for m in moves:
+                ch = node.children[m]
+                ch.avail += 1
+                score = ch.reward / ch.visits + c * sqrt(log(ch.avail) / ch.visits)
+                if score > best_score:
+                    best_score = score
+                    best = ch
+            assert best is not None and best.move is not None
+            state.step(*best.move)
+            node = best
+        state.playout(rng)
+        rewards = baseline_rewards(state, anemone_weight)
+        walk: _Node | None = node
+        while walk is not None:
+            walk.visits += 1
+            walk.reward += rewards[walk.seat]
+            walk = walk.parent
+    visits = {m: ch.visits for m, ch in root.children.items()}
+    best_move = max(root.children.values(), key=lambda ch: (ch.visits, ch.reward)).move
+    assert best_move is not None
+    return best_move, visits
+
+
 def speed(positions: int, seed: int, simulations: int = 4000) -> None:
     """Simulations per second of our search and of the baseline (the search as first written).
 
@@ -137,7 +220,8 @@ def speed(positions: int, seed: int, simulations: int = 4000) -> None:
         for engine in (False, True):
             cpu = time.process_time()
             wall = time.perf_counter()
-            _, visits = search(view, Budget(simulations, 3600.0), random.Random(i), engine_playouts=engine)
+            run = baseline_search if engine else search
+            _, visits = run(view, Budget(simulations, 3600.0), random.Random(i))
             done = sum(visits.values())
             rate = done / max(1e-9, time.process_time() - cpu)
             rates["engine" if engine else "fast"].append(rate)
