@@ -402,9 +402,7 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
     deadline = started + budget.seconds
     simulations = budget.simulations
     sims = 0
-    logs = _LOG
-    while len(logs) <= simulations + 1:
-        logs.append(math.log(len(logs)))
+    logs = _LOG  # availability counts never exceed the simulations run: grown as they go
     sqrt = math.sqrt
     rand = rng.random
     sample = det.sample
@@ -414,6 +412,8 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
         if sims and sims % 8 == 0 and time.perf_counter() > deadline:
             break
         sims += 1
+        if sims >= len(logs):
+            logs.extend(math.log(n) for n in range(len(logs), 2 * sims + 64))
         if sims > 1:
             hands, deck = sample(rng)
         state = _with_hidden(base, hands, deck)
