@@ -355,6 +355,8 @@ def main() -> None:
     print(f"{len(done)} games already in {args.out}; {len(tasks)} to play", flush=True)
     start = time.perf_counter()
     outcomes = list(done)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
     handle = args.out.open("a") if args.out is not None else None
     try:
         with ProcessPoolExecutor(args.jobs) as pool:
