@@ -34,7 +34,7 @@ import random
 import statistics
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -82,7 +82,7 @@ def play(task: Task) -> Outcome:
     bots: list[pyspiel.Bot] = []
     for seat in range(4):
         if seat in ours:
-            budget = Budget(task.simulations, 3600.0, hard.exploration)
+            budget = replace(hard, simulations=task.simulations, seconds=3600.0)
             bots.append(cos.CardtableBot(seat, IsmctsBot(base + seat, budget)))
         else:
             bots.append(
