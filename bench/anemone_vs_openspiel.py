@@ -28,6 +28,7 @@ Usage: ``python bench/anemone_vs_openspiel.py [--games 200] [--budgets 500,2500]
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import math
 import random
@@ -204,7 +205,8 @@ def speed(positions: int, seed: int, simulations: int = 4000) -> None:
     """Simulations per second of our search and of the baseline (the search as first written).
 
     Each search runs a fixed number of simulations; the rate is given per second of this process's CPU time
-    (what the search gets on an idle core; the wall-clock rate is printed too, lower on a busy machine). Then a
+    (what the search gets on an idle core; the wall-clock rate is printed too, lower on a busy machine), with the
+    garbage collector off as :meth:`IsmctsBot.choose` runs it. Then a
     search per position with a 1 s cap and no simulation limit: the simulations it reached in that second, and
     the share of a core the process had meanwhile.
     """
@@ -217,6 +219,7 @@ def speed(positions: int, seed: int, simulations: int = 4000) -> None:
         "second": [],
         "share": [],
     }
+    gc.disable()  # as IsmctsBot.choose runs its search (both searches alike)
     for i in range(positions):
         match = AnemoneMatch(AnemoneOptions(players=4))
         state = match.start_hand({"seed": seed * 1000 + i})
@@ -243,6 +246,7 @@ def speed(positions: int, seed: int, simulations: int = 4000) -> None:
         _, visits = search(view, Budget(10**9, 1.0), random.Random(i))
         rates["second"].append(sum(visits.values()))
         rates["share"].append((time.process_time() - cpu) / (time.perf_counter() - wall))
+    gc.enable()
     fast, engine = statistics.mean(rates["fast"]), statistics.mean(rates["engine"])
     print(
         f"speed, {positions} four-seat positions, {simulations} simulations each: {fast:,.0f} simulations per "
