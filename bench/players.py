@@ -4,6 +4,7 @@ a match-history page through the app, and the recording of a finished 6-seat mat
     .venv/bin/python bench/players.py                      # 100 000 accounts, 1 000 000 matches, SQLite and PostgreSQL
     .venv/bin/python bench/players.py --accounts 10000 --matches 100000 --db sqlite
     .venv/bin/python bench/players.py --db postgresql       # starts a private cluster (tests/services.py)
+    .venv/bin/python bench/players.py --url postgresql+asyncpg://postgres@127.0.0.1:5432/players  # fills it once
 
 The filling uses bulk inserts (``executemany`` on SQLite, ``COPY`` on PostgreSQL) of synthetic rows shaped like
 real ones: 2 to 6 seats a match, one seat in four a bot level, one in ten a guest, a rating history row per rated
@@ -120,6 +121,18 @@ COLUMNS = {
 }
 
 
+async def filled(url: str) -> dict[str, int]:
+    """Rows per table of a database the bench filled before (empty dict when it holds no accounts yet)."""
+    store = await Store.open(url)
+    try:
+        async with store.engine.connect() as conn:
+            counts = {table: int((await conn.exec_driver_sql(f"SELECT count(*) FROM {table}")).scalar_one())
+                      for table in COLUMNS}
+    finally:
+        await store.close()
+    return counts if counts["accounts"] else {}
+
+
 async def fill(url: str, accounts: int, matches: int, seed: int) -> dict[str, int]:
     """Create the schema (migrations) and bulk-insert the synthetic rows; returns rows per table."""
     store = await Store.open(url)
@@ -211,7 +224,10 @@ async def measure(url: str, accounts: int, requests: int, seed: int) -> dict[str
 
 
 def run(kind: str, args: argparse.Namespace, folder: Path) -> None:
-    if kind == "sqlite":
+    if args.url:
+        url = args.url
+        cluster = None
+    elif kind == "sqlite":
         url = f"sqlite+aiosqlite:///{folder / 'players.db'}"
         cluster = None
     else:
@@ -221,9 +237,13 @@ def run(kind: str, args: argparse.Namespace, folder: Path) -> None:
         url = new_database(cluster.__enter__())
     try:
         t0 = time.perf_counter()
-        counts = asyncio.run(fill(url, args.accounts, args.matches, args.seed))
-        print(f"\n{kind}: filled in {time.perf_counter() - t0:.0f} s: "
-              + ", ".join(f"{table} {n:,}" for table, n in counts.items()))
+        counts = asyncio.run(filled(url)) if args.url else {}
+        if counts:
+            print(f"\n{kind}: already filled: " + ", ".join(f"{table} {n:,}" for table, n in counts.items()))
+        else:
+            counts = asyncio.run(fill(url, args.accounts, args.matches, args.seed))
+            print(f"\n{kind}: filled in {time.perf_counter() - t0:.0f} s: "
+                  + ", ".join(f"{table} {n:,}" for table, n in counts.items()))
         results = asyncio.run(measure(url, args.accounts, args.requests, args.seed))
         base = p99(results["baseline GET /api/games"])
         print(f"{'':26} {'n':>5} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} {'p99/base':>9}")
@@ -245,7 +265,10 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=300, help="timed requests per route")
     parser.add_argument("--db", choices=["sqlite", "postgresql", "both"], default="both")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--url", help="an existing database to use (filled on first use, kept); overrides --db")
     args = parser.parse_args()
+    if args.url:
+        args.db = make_url(args.url).get_backend_name()
     print(f"players bench: {args.accounts:,} accounts, {args.matches:,} matches, {args.requests} requests a route")
     with tempfile.TemporaryDirectory(prefix="cardtable-bench-") as tmp:
         for kind in (["sqlite", "postgresql"] if args.db == "both" else [args.db]):
