@@ -1,0 +1,331 @@
+"""Promises of ``server/store.py``, ``server/table.py`` and ``replay.py`` that mutation testing (``mutmut``, see
+CONTRIBUTING.md) found unguarded: each test here fails on at least one mutant that survived the other tests.
+
+Store: every seat field is written back and only to its own seat; a table's end is stored only with its status;
+a write that fails fails alone; group commits hold at most ``MAX_BATCH`` writes; checkpoints copy and truncate the
+log; loading filters, orders and pages. Table: refusals before the start and after the end, stamps that never go
+back, the refusals of ``admit``, what ``to_dict`` shows. Replay: the errors and the summary it gives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from cardtable import records
+from cardtable.games import get_game
+from cardtable.records import RecordError
+from cardtable.replay import IllegalRecordAction, fold, new_match
+from cardtable.server import store as store_module
+from cardtable.server.play import Peer, Play
+from cardtable.server.store import SeatRow, Store, TableRow
+from cardtable.server.table import Settings, Table, TableError, hand_seed, now_iso, refusal_message
+
+RECORDS = Path(__file__).parent / "records"
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    return f"sqlite+aiosqlite:///{tmp_path / 'promises.db'}"
+
+
+@pytest.fixture
+async def store(url: str) -> AsyncIterator[Store]:
+    opened = await Store.open(url)
+    yield opened
+    await opened.close()
+
+
+def table_row(tid: str, *, status: str = "open", created: str = "2026-01-01T00:00:00Z",
+              seats: list[SeatRow] | None = None, game: str = "nerts") -> TableRow:
+    return TableRow(id=tid, game=game, options={"players": 2}, status=status, seed=7, grace_seconds=30.0,
+                    created=created, seats=seats or [SeatRow(0, "open"), SeatRow(1, "open")])
+
+
+# -- store -------------------------------------------------------------------------------------------------
+
+
+async def test_every_seat_field_is_stored_and_only_on_its_own_seat(store: Store) -> None:
+    await store.insert_table(table_row("t1"))
+    await store.insert_table(table_row("t2"))
+    person = SeatRow(1, "person", "ana", None, "hash-1", left=True)
+    await store.update_seat("t1", person)
+    rows = {row.id: row for row in await store.load_tables()}
+    assert rows["t1"].seats == [SeatRow(0, "open"), person]
+    assert rows["t2"].seats == [SeatRow(0, "open"), SeatRow(1, "open")]
+    bot = SeatRow(0, "bot", "Bot", "greedy:hard", None, left=False)
+    await store.update_seat("t1", bot)
+    await store.update_seat("t1", SeatRow(1, "person", "ana", None, "hash-2", left=False))
+    seats = (await store.load_tables(table_id="t1"))[0].seats
+    assert seats == [bot, SeatRow(1, "person", "ana", None, "hash-2", left=False)]
+
+
+async def test_a_status_change_stores_the_end_only_when_the_table_finished(store: Store) -> None:
+    await store.insert_table(table_row("t1"))
+    await store.insert_table(table_row("t2"))
+    await store.update_status("t1", "playing", hands_played=3, totals=[1, 2], winners=[1])
+    row = (await store.load_tables(table_id="t1"))[0]
+    assert (row.status, row.finished, row.hands_played, row.totals, row.winners) == ("playing", None, None, None, None)
+    await store.update_status("t1", "finished", finished="2026-01-02T00:00:00Z", hands_played=3, totals=[1, 2],
+                              winners=[1])
+    rows = {row.id: row for row in await store.load_tables()}
+    done = rows["t1"]
+    assert (done.status, done.finished, done.hands_played, done.totals, done.winners) == (
+        "finished", "2026-01-02T00:00:00Z", 3, [1, 2], [1])
+    assert rows["t2"].status == "open" and rows["t2"].finished is None
+
+
+async def test_a_write_that_fails_fails_alone(store: Store) -> None:
+    await store.insert_table(table_row("t1"))
+    # three writes waiting together (one group commit); the middle one breaks the primary key
+    first = store.insert_hand("t1", 0, {"packs": [0]})
+    broken = store.insert_table(table_row("t1"))
+    last = store.insert_hand("t1", 1, {"packs": [1]})
+    await first
+    with pytest.raises(Exception, match="UNIQUE"):
+        await broken
+    await last
+    row = (await store.load_tables(table_id="t1", with_hands=True))[0]
+    assert [hand.deal for hand in row.hands] == [{"packs": [0]}, {"packs": [1]}]
+    assert len(await store.load_tables()) == 1
+    # the writer lives on
+    await store.insert_hand("t1", 2, {"packs": [2]})
+    assert len((await store.load_tables(table_id="t1", with_hands=True))[0].hands) == 3
+
+
+async def test_writes_waiting_together_share_commits_of_at_most_max_batch(store: Store) -> None:
+    await store.insert_table(table_row("t1"))
+    await store.insert_hand("t1", 0, {"packs": []})
+    before = store.commits
+    count = store_module.MAX_BATCH + 1
+    writes = [store.insert_actions("t1", 0, [(i, i % 2, i, {"type": "flip", "n": i})]) for i in range(count)]
+    await asyncio.gather(*writes)
+    assert store.commits - before == 2
+    actions = (await store.load_tables(table_id="t1", with_hands=True))[0].hands[0].actions
+    assert actions == [(i % 2, i, {"type": "flip", "n": i}) for i in range(count)]
+
+
+async def test_actions_keep_their_seat_time_and_order_across_hands_and_tables(store: Store) -> None:
+    for tid in ("t1", "t2"):
+        await store.insert_table(table_row(tid))
+        for hand in (0, 1):
+            await store.insert_hand(tid, hand, {"hand": hand, "table": tid})
+    await store.insert_actions("t1", 1, [(0, None, 5, {"type": "end_hand"})])
+    await store.insert_actions("t1", 0, [(1, 1, 20, {"type": "move", "to": "foundation:0"}),
+                                         (0, 0, 10, {"type": "flip"})])
+    await store.insert_actions("t2", 0, [(0, 1, 3, {"type": "stuck"})])
+    rows = {row.id: row for row in await store.load_tables(with_hands=True)}
+    t1 = rows["t1"]
+    assert [hand.deal for hand in t1.hands] == [{"hand": 0, "table": "t1"}, {"hand": 1, "table": "t1"}]
+    assert t1.hands[0].actions == [(0, 10, {"type": "flip"}), (1, 20, {"type": "move", "to": "foundation:0"})]
+    assert t1.hands[1].actions == [(None, 5, {"type": "end_hand"})]
+    assert rows["t2"].hands[0].actions == [(1, 3, {"type": "stuck"})] and rows["t2"].hands[1].actions == []
+    # without with_hands: no hands, and the stored ones are not lost
+    assert all(row.hands == [] for row in await store.load_tables())
+
+
+async def test_loading_filters_by_status_and_id_and_orders_by_creation(store: Store) -> None:
+    await store.insert_table(table_row("b", created="2026-01-02T00:00:00Z"))
+    await store.insert_table(table_row("a", created="2026-01-03T00:00:00Z", status="playing"))
+    await store.insert_table(table_row("c", created="2026-01-01T00:00:00Z",
+                                       seats=[SeatRow(1, "open"), SeatRow(0, "person", "x", None, "h")]))
+    assert [row.id for row in await store.load_tables()] == ["c", "b", "a"]
+    assert [row.id for row in await store.load_tables(statuses=("open",))] == ["c", "b"]
+    assert [row.id for row in await store.load_tables(statuses=("playing", "finished"))] == ["a"]
+    assert [row.id for row in await store.load_tables(statuses=())] == []
+    assert [row.id for row in await store.load_tables(table_id="b")] == ["b"]
+    assert await store.load_tables(table_id="zz") == []
+    assert [row.id for row in await store.load_tables(limit=2)] == ["c", "b"]
+    only = (await store.load_tables(table_id="c"))[0]
+    assert [seat.seat for seat in only.seats] == [0, 1] and only.seats[0].name == "x"
+    assert (only.game, only.options, only.seed, only.grace_seconds, only.created) == (
+        "nerts", {"players": 2}, 7, 30.0, "2026-01-01T00:00:00Z")
+
+
+async def test_finished_pages_continue_after_the_cursor(store: Store) -> None:
+    for tid, when in [("a", "2026-01-01"), ("b", "2026-01-02"), ("c", "2026-01-02"), ("d", "2026-01-03")]:
+        await store.insert_table(table_row(tid))
+        await store.update_status(tid, "finished", finished=when, hands_played=1, totals=[0, 0], winners=[0])
+    page = await store.load_tables(statuses=("finished",), newest_first=True, before=("2026-01-02", "c"))
+    assert [row.id for row in page] == ["b", "a"]
+    page = await store.load_tables(statuses=("finished",), newest_first=True, before=("2026-01-03", "d"), limit=1)
+    assert [row.id for row in page] == ["c"]
+
+
+async def test_checkpoints_copy_the_log_and_truncate_empties_it(url: str, tmp_path: Path) -> None:
+    store = await Store.open(url)
+    try:
+        await store.insert_table(table_row("t1"))
+        await store.insert_hand("t1", 0, {"packs": list(range(2000))})
+        wal = tmp_path / "promises.db-wal"
+        busy, pages, done = await store.checkpoint()
+        assert busy == 0 and pages > 0 and done == pages
+        assert wal.stat().st_size > 0
+        busy, _, _ = await store.checkpoint(truncate=True)
+        assert busy == 0 and wal.stat().st_size == 0
+        assert (await store.load_tables(table_id="t1", with_hands=True))[0].hands[0].deal["packs"][-1] == 1999
+    finally:
+        await store.close()
+
+
+async def test_sqlite_runs_in_wal_mode_with_its_limits(store: Store) -> None:
+    async with store.engine.connect() as conn:
+        mode = (await conn.exec_driver_sql("PRAGMA journal_mode")).scalar()
+        limit = (await conn.exec_driver_sql("PRAGMA journal_size_limit")).scalar()
+        auto = (await conn.exec_driver_sql("PRAGMA wal_autocheckpoint")).scalar()
+        sync = (await conn.exec_driver_sql("PRAGMA synchronous")).scalar()
+    assert (mode, limit, auto, sync) == ("wal", store_module.JOURNAL_SIZE_LIMIT, 0, 1)
+
+
+# -- table ---------------------------------------------------------------------------------------------------
+
+
+async def live_table(store: Store, tid: str, *, status: str = "open", settings: Settings | None = None,
+                     seats: list[SeatRow] | None = None, game: str = "nerts") -> Table:
+    row = table_row(tid, status=status, seats=seats, game=game)
+    await store.insert_table(row)
+    return Table(row, get_game(game), store, settings or Settings(hand_pause_s=60))
+
+
+async def play(table: Table, seat: int, action: dict[str, Any], ms: int | None = None) -> tuple[bool, Any]:
+    future: asyncio.Future[tuple[bool, Any]] = asyncio.get_running_loop().create_future()
+    table.queue.put_nowait(Play(seat, action, future=future, ms=ms))
+    return await future
+
+
+def messages_of(peer: Peer) -> list[dict[str, Any]]:
+    import json
+
+    out = []
+    while not peer.outbox.empty():
+        item = peer.outbox.get_nowait()
+        if isinstance(item, str):
+            out.append(json.loads(item))
+    return out
+
+
+async def test_actions_are_refused_before_the_start_and_after_the_end(store: Store) -> None:
+    table = await live_table(store, "t1")
+    table.start_owner()
+    try:
+        assert await play(table, 0, {"type": "flip"}) == (False, "the game has not started")
+        table.row.status = "finished"
+        assert await play(table, 0, {"type": "flip"}) == (False, "the game is over")
+        assert (await store.load_tables(table_id="t1", with_hands=True))[0].hands == []
+    finally:
+        await table.stop()
+
+
+async def started_nerts(store: Store, tid: str) -> tuple[Table, Peer]:
+    table = await live_table(store, tid, seats=[SeatRow(0, "person", "ana", None, "h0"),
+                                               SeatRow(1, "person", "bo", None, "h1")])
+    table.gate = None  # arrival order: this test is about stamps, not races
+    table.start_owner()
+    peer = Peer()
+
+    async def start() -> None:
+        table.attach(peer, 0)
+        table.row.status = "playing"
+        await table._start_hand()
+
+    await table.submit_call(start)
+    return table, peer
+
+
+async def test_stamps_never_go_back_and_are_stored_as_used(store: Store) -> None:
+    table, peer = await started_nerts(store, "t1")
+    try:
+        assert (await play(table, 0, {"type": "flip"}, ms=500))[0]
+        assert (await play(table, 1, {"type": "flip"}, ms=200))[0]  # earlier than the last stamp: kept at 500
+        assert (await play(table, 0, {"type": "flip"}, ms=900))[0]
+        assert table.last_ms == 900 and table.n_actions == 3 and table.version == 3
+        ok, reason = await play(table, 0, {"type": "move", "from": "nerts", "to": "work:9"})
+        assert not ok and reason
+        stored = (await store.load_tables(table_id="t1", with_hands=True))[0].hands[0].actions
+        assert [(seat, ms) for seat, ms, _ in stored] == [(0, 500), (1, 500), (0, 900)]
+        updates = [m for m in messages_of(peer) if m["type"] == "update"]
+        assert [m["v"] for m in updates] == [1, 2, 3]
+        assert all(m["view"]["seat"] == 0 for m in updates)
+    finally:
+        await table.stop()
+
+
+async def test_a_restored_table_resumes_its_count_version_and_clock(store: Store) -> None:
+    table, _ = await started_nerts(store, "t1")
+    for ms in (100, 2500):
+        assert (await play(table, 0, {"type": "flip"}, ms=ms))[0]
+    await table.stop()
+    row = (await store.load_tables(table_id="t1", with_hands=True))[0]
+    row.status = "playing"
+    restored = Table(row, get_game("nerts"), store, Settings(hand_pause_s=60))
+    restored.fold()
+    assert (restored.hand_index, restored.n_actions, restored.version, restored.last_ms) == (0, 2, 2, 2500)
+    assert 2500 <= restored.now_ms() < 60_000 and row.hands == []
+
+
+async def test_admit_refuses_at_each_limit_and_not_before(store: Store) -> None:
+    settings = Settings(max_spectators=1, max_connections_per_token=2, max_connections_per_address_per_table=3)
+    table = await live_table(store, "t1", settings=settings)
+
+    def join(peer: Peer, seat: int | None) -> Peer:
+        table.admit(peer, seat)
+        table.attach(peer, seat)
+        return peer
+
+    def refused(peer: Peer, seat: int | None) -> tuple[int, str, dict[str, Any]]:
+        with pytest.raises(TableError) as error:
+            table.admit(peer, seat)
+        return error.value.status, error.value.code, error.value.params
+
+    join(Peer(address="a"), None)
+    assert refused(Peer(address="b"), None) == (429, "connection.spectator_limit", {"limit": 1})
+    join(Peer(address="a"), 0)
+    join(Peer(address="b"), 0)
+    assert refused(Peer(address="c"), 0) == (429, "connection.seat_limit", {"limit": 2})
+    last = join(Peer(address="a"), 1)
+    assert refused(Peer(address="a"), 1) == (429, "connection.address_limit", {"limit": 3})
+    table.admit(Peer(address="b"), 1)  # another address: welcome
+    table.detach(last)
+    table.admit(Peer(address="a"), 1)  # back under the address's limit
+    assert len(table.spectators) == 1 and [len(seat.peers) for seat in table.seats] == [2, 0]
+
+
+def test_small_helpers() -> None:
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", now_iso())
+    assert refusal_message("error", "why", "a.code") == {"type": "error", "reason": "why", "code": "a.code",
+                                                          "params": {}}
+    assert refusal_message("error", "why", "a.code", {"n": 1})["params"] == {"n": 1}
+    error = TableError(409, "seat.taken", "taken", {"seat": 1})
+    assert (error.status, str(error), error.to_dict()) == (409, "taken", {"detail": "taken", "code": "seat.taken",
+                                                                           "params": {"seat": 1}})
+    assert TableError(404, "x", "y").to_dict()["params"] == {}
+    seeds = {hand_seed(s, h) for s in (0, 1, 2) for h in range(50)}
+    assert len(seeds) == 150 and all(0 <= s < 2**62 for s in seeds)
+
+
+# -- replay ----------------------------------------------------------------------------------------------------
+
+
+def test_replay_summaries_and_errors() -> None:
+    anemone = records.load(RECORDS / "anemone" / "2p-full-match.ok.json")
+    result = fold(anemone)
+    out = result.to_dict()
+    assert set(out) == {"hands", "totals", "winner", "anemones"} and len(out["anemones"]) == 2
+    assert out["totals"] == result.match.totals and out["winner"] == result.match.winners()
+    nerts = records.load(RECORDS / "common" / "nerts-flips-in-progress.ok.json")
+    summary = fold(nerts).to_dict()
+    assert "anemones" not in summary and summary["winner"] is None and summary["hands"][-1]["ended"] is None
+    steps: list[tuple[int, int | None]] = []
+    fold(nerts, lambda hand, index, _state: steps.append((hand, index)))
+    assert steps[0] == (0, None) and steps[1:] == [(0, i) for i in range(len(nerts.hands[0].actions))]
+    error = IllegalRecordAction(2, 5, "no")
+    assert (error.hand, error.index, error.reason, str(error)) == (2, 5, "no", "hand 2, action 5: no")
+    bad_seats = msgspec.structs.replace(anemone, seats=anemone.seats[:1])
+    with pytest.raises(RecordError, match=r"^seats: the record has 1 seats but options.players is 2$"):
+        new_match(bad_seats)
