@@ -1,5 +1,5 @@
 """Promises of ``server/store.py``, ``server/table.py`` and ``replay.py`` that mutation testing (``mutmut``, see
-CONTRIBUTING.md) found unguarded: each test here fails on at least one mutant that survived the other tests.
+``docs/testing.md``) found unguarded: each test here fails on at least one mutant that survived the other tests.
 
 Store: every seat field is written back and only to its own seat; a table's end is stored only with its status;
 a write that fails fails alone; group commits hold at most ``MAX_BATCH`` writes; checkpoints copy and truncate the
