@@ -329,3 +329,194 @@ def test_replay_summaries_and_errors() -> None:
     bad_seats = msgspec.structs.replace(anemone, seats=anemone.seats[:1])
     with pytest.raises(RecordError, match=r"^seats: the record has 1 seats but options.players is 2$"):
         new_match(bad_seats)
+
+
+# -- what connections see ------------------------------------------------------------------------------------
+
+
+async def until(check: Any, timeout: float = 30.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not check():
+        assert loop.time() < deadline, "timed out"
+        await asyncio.sleep(0.01)
+
+
+async def test_a_match_as_a_seat_and_a_spectator_see_it(store: Store) -> None:
+    from cardtable.server.manager import Manager
+
+    manager = await Manager.open(store, Settings(hand_pause_s=0.01, bot_pace=0.01, anemone_bot_delay_ms=0))
+    try:
+        table, _, token = await manager.create("anemone", {"players": 2, "rounds": 1},
+                                               [{"kind": "open"}, {"kind": "bot", "bot": "random"}], "ana", 3, 60,
+                                               autostart=False)
+        seat, watcher = Peer(address="a"), Peer(address="b")
+        await manager.hello(table, seat, token)
+        await manager.hello(table, watcher, None)
+        assert seat.seat == 0 and watcher.seat is None and table.spectators == {watcher}
+        await manager.start(table.id, token)
+        seen: dict[Peer, list[dict[str, Any]]] = {seat: [], watcher: []}
+
+        def pump() -> bool:
+            for peer, got in seen.items():
+                got.extend(messages_of(peer))
+            return table.status == "finished"
+
+        while not pump():
+            legal = table.legal_for(0)
+            if legal:
+                await play(table, 0, legal[0])
+            await asyncio.sleep(0.005)
+
+        def told_finished() -> bool:
+            pump()
+            return all(any(m["type"] == "table" and m["table"]["status"] == "finished" for m in got)
+                       for got in seen.values())
+
+        await until(told_finished)  # table messages are coalesced: the last may come table_message_interval_s later
+        for peer, view_seat in ((seat, 0), (watcher, None)):
+            got = seen[peer]
+            assert [m["type"] for m in got[:2]] == ["welcome", "snapshot"]
+            snapshots = [m for m in got if m["type"] == "snapshot" and m["view"] is not None]
+            assert snapshots and all(m["view"]["seat"] == view_seat for m in snapshots)
+            assert all(m["view"]["seat"] == view_seat for m in got if m["type"] == "update")
+            if view_seat is None:
+                assert all(m["legal"] == [] for m in got if m["type"] in ("snapshot", "update"))
+            else:
+                assert any(m["legal"] for m in got if m["type"] in ("snapshot", "update"))
+            overs = [m for m in got if m["type"] == "hand_over"]
+            assert [m["hand"] for m in overs] == list(range(len(overs))) and overs
+            totals = [0, 0]
+            for m in overs:
+                totals = [t + s for t, s in zip(totals, m["scores"], strict=True)]
+                assert m["totals"] == totals and m["ended"]
+            assert all(m["winners"] is None for m in overs[:-1]) and overs[-1]["winners"] == table.match.winners()
+            tables = [m["table"] for m in got if m["type"] == "table"]
+            assert tables[-1]["status"] == "finished" and tables[-1]["winners"] == table.match.winners()
+            assert all("token" not in str(t) for t in tables)
+        assert table.row.hands_played == len(overs)
+    finally:
+        await manager.close()
+
+
+async def test_an_absent_person_gets_a_stand_in_after_the_grace_and_loses_it_on_return(store: Store) -> None:
+    table, peer = await started_nerts(store, "t1")
+    table.row.grace_seconds = 0.05
+    try:
+        assert table.driven_seats() == {} and table.seats[0].away_timer is None
+
+        async def leave() -> None:
+            table.detach(peer)
+
+        await table.submit_call(leave)
+        assert table.seats[0].away_timer is not None
+        await until(lambda: table.seats[0].standin is not None)
+        assert table.driven_seats() == {0: "greedy:medium"} and table.seats[1].standin is None
+        assert table.to_dict()["seats"][0]["standin"] == "greedy:medium"
+        back = Peer()
+
+        async def come_back() -> list[SeatRow]:
+            return table.attach(back, 0)
+
+        assert await table.submit_call(come_back) == []
+        assert table.seats[0].standin is None and table.seats[0].away_timer is None
+        assert table.driven_seats() == {}
+    finally:
+        await table.stop()
+
+
+async def test_no_stand_in_before_the_start_or_for_bots(store: Store) -> None:
+    table = await live_table(store, "t1", seats=[SeatRow(0, "person", "ana", None, "h"), SeatRow(1, "bot", "B", "random")],
+                             game="anemone")
+    table.row.grace_seconds = 0.01
+    peer = Peer()
+    table.attach(peer, 0)
+    table.detach(peer)
+    assert all(seat.away_timer is None for seat in table.seats)
+    table.row.status = "playing"
+    table._start_away_timer(table.seats[1])
+    assert table.seats[1].away_timer is None
+    table._start_away_timer(table.seats[0])
+    assert table.seats[0].away_timer is not None
+    await asyncio.sleep(0.05)
+    assert table.driven_seats() == {1: "random"}  # the owner is not running: the stand-in waits in its queue
+    assert not table.queue.empty()
+
+
+async def test_attach_and_detach_keep_presence_and_the_left_mark(store: Store) -> None:
+    table = await live_table(store, "t1", seats=[SeatRow(0, "person", "ana", None, "h", left=True),
+                                                  SeatRow(1, "open")])
+    before = table.last_presence, table.last_person
+    watcher = Peer()
+    assert table.attach(watcher, None) == [] and watcher.seat is None and table.spectators == {watcher}
+    assert table.last_presence > before[0] and table.last_person == before[1]
+    peer = Peer()
+    assert table.attach(peer, 0) == [table.seats[0].row] and not table.seats[0].row.left
+    assert peer.seat == 0 and table.seats[0].peers == {peer} and table.last_person == table.last_presence
+    assert table.attach(Peer(), 0) == []  # already cleared
+    table.detach(watcher)
+    assert table.spectators == set()
+    table.detach(peer)
+    assert len(table.seats[0].peers) == 1
+
+
+async def test_a_spectator_snapshot_comes_after_what_spectators_were_sent(store: Store) -> None:
+    table, seated = await started_nerts(store, "t1")
+    try:
+        watcher = Peer()
+        table.attach(watcher, None)
+        table.broadcast({"type": "warning", "kind": "stall", "in_ms": 5})
+        table.send_snapshot(watcher)
+        got = messages_of(watcher)
+        assert [m["type"] for m in got] == ["warning", "snapshot"] and got[1]["view"]["seat"] is None
+        messages_of(seated)
+        table.send_snapshot(seated)
+        (snapshot,) = messages_of(seated)
+        assert snapshot["view"]["seat"] == 0 and snapshot["legal"] == table.legal_for(0) != []
+        assert (snapshot["v"], snapshot["hand"], snapshot["totals"], snapshot["results"]) == (0, 0, [0, 0], [])
+    finally:
+        await table.stop()
+
+
+async def test_stall_warnings_only_for_the_clock_still_set(store: Store) -> None:
+    table, peer = await started_nerts(store, "t1")
+    try:
+        messages_of(peer)
+        key = table._clock_key
+        assert key is not None
+        table._warn(key[0] + 1)  # a clock that has moved on: nothing
+        table._clock_key = None
+        table._warn(key[0])
+        assert messages_of(peer) == []
+        table._clock_key = key
+        table._warn(key[0])
+        (warning,) = messages_of(peer)
+        assert warning["type"] == "warning" and warning["kind"] == "stall"
+        assert 0 < warning["in_ms"] <= key[0]
+        table._clock_key = (0, key[1])
+        table._warn(0)  # due already
+        assert messages_of(peer)[0]["in_ms"] == 0
+    finally:
+        await table.stop()
+
+
+async def test_legal_actions_only_for_a_seat_that_may_act_in_play(store: Store) -> None:
+    table = await live_table(store, "t1", game="anemone",
+                             seats=[SeatRow(0, "person", "a", None, "h0"), SeatRow(1, "person", "b", None, "h1")])
+    assert table.legal_for(0) == [] and table.legal_for(None) == []
+    table.row.status = "playing"
+    table.state = table.match.start_hand(table.match.deal_cards(hand_seed(1, 0)))
+    (turn,) = table.state.to_act()
+    assert table.legal_for(turn) == table.state.legal_actions(turn) != []
+    assert table.legal_for(1 - turn) == [] and table.legal_for(None) == []
+    table.row.status = "finished"
+    assert table.legal_for(turn) == []
+
+
+async def test_close_stops_the_writer_and_closes_its_connections(url: str) -> None:
+    store = await Store.open(url)
+    await store.insert_table(table_row("t1"))
+    writer, checkpointer, conn = store._writer, store._checkpointer, store._sync_conn
+    await store.close()
+    assert writer is not None and writer.done() and checkpointer is not None and checkpointer.done()
+    assert conn is not None and conn.closed
