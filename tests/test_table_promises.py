@@ -193,9 +193,10 @@ async def live_table(store: Store, tid: str, *, status: str = "open", settings: 
     return Table(row, get_game(game), store, settings or Settings(hand_pause_s=60))
 
 
-async def play(table: Table, seat: int, action: dict[str, Any], ms: int | None = None) -> tuple[bool, Any]:
+async def play(table: Table, seat: int, action: dict[str, Any], ms: int | None = None,
+               peer: Peer | None = None) -> tuple[bool, Any]:
     future: asyncio.Future[tuple[bool, Any]] = asyncio.get_running_loop().create_future()
-    table.queue.put_nowait(Play(seat, action, future=future, ms=ms))
+    table.queue.put_nowait(Play(seat, action, future=future, ms=ms, peer=peer, seq=7))
     return await future
 
 
@@ -213,11 +214,18 @@ def messages_of(peer: Peer) -> list[dict[str, Any]]:
 async def test_actions_are_refused_before_the_start_and_after_the_end(store: Store) -> None:
     table = await live_table(store, "t1")
     table.start_owner()
+    peer = Peer()
     try:
-        assert await play(table, 0, {"type": "flip"}) == (False, "the game has not started")
+        assert await play(table, 0, {"type": "flip"}, peer=peer) == (False, "the game has not started")
+        # two refused together: each gets its answer
+        both = [play(table, 0, {"type": "flip"}), play(table, 1, {"type": "flip"})]
+        assert await asyncio.wait_for(asyncio.gather(*both), 10) == [(False, "the game has not started")] * 2
         table.row.status = "finished"
-        assert await play(table, 0, {"type": "flip"}) == (False, "the game is over")
+        assert await play(table, 0, {"type": "flip"}, peer=peer) == (False, "the game is over")
         assert (await store.load_tables(table_id="t1", with_hands=True))[0].hands == []
+        assert messages_of(peer) == [
+            {"type": "reject", "seq": 7, "reason": "the game has not started", "code": "table.not_started", "params": {}},
+            {"type": "reject", "seq": 7, "reason": "the game is over", "code": "table.over", "params": {}}]
     finally:
         await table.stop()
 
@@ -245,13 +253,20 @@ async def test_stamps_never_go_back_and_are_stored_as_used(store: Store) -> None
         assert (await play(table, 1, {"type": "flip"}, ms=200))[0]  # earlier than the last stamp: kept at 500
         assert (await play(table, 0, {"type": "flip"}, ms=900))[0]
         assert table.last_ms == 900 and table.n_actions == 3 and table.version == 3
-        ok, reason = await play(table, 0, {"type": "move", "from": "nerts", "to": "work:9"})
+        ok, reason = await play(table, 0, {"type": "move", "from": "nerts", "to": "work:9"}, peer=peer)
         assert not ok and reason
         stored = (await store.load_tables(table_id="t1", with_hands=True))[0].hands[0].actions
         assert [(seat, ms) for seat, ms, _ in stored] == [(0, 500), (1, 500), (0, 900)]
-        updates = [m for m in messages_of(peer) if m["type"] == "update"]
+        got = messages_of(peer)
+        updates = [m for m in got if m["type"] == "update"]
         assert [m["v"] for m in updates] == [1, 2, 3]
+        assert updates[-1]["legal"] == table.legal_for(0) != []
         assert all(m["view"]["seat"] == 0 for m in updates)
+        (reject,) = [m for m in got if m["type"] == "reject"]
+        assert reject["seq"] == 7 and reject["reason"] == reason and reject["code"] and "params" in reject
+        table.row.status = "finished"  # over, though a hand is still in the state
+        assert await play(table, 0, {"type": "flip"}) == (False, "the game is over")
+        assert table.n_actions == 3
     finally:
         await table.stop()
 
@@ -379,6 +394,12 @@ async def test_a_match_as_a_seat_and_a_spectator_see_it(store: Store) -> None:
             assert [m["type"] for m in got[:2]] == ["welcome", "snapshot"]
             snapshots = [m for m in got if m["type"] == "snapshot" and m["view"] is not None]
             assert snapshots and all(m["view"]["seat"] == view_seat for m in snapshots)
+            overs = [m for m in got if m["type"] == "hand_over"]
+            for snap in snapshots:  # each new hand's snapshot carries the hands before it
+                done = overs[:snap["hand"]]
+                assert snap["results"] == [{"scores": m["scores"], "ended": m["ended"]} for m in done]
+                assert snap["totals"] == (done[-1]["totals"] if done else [0, 0])
+            assert [snap["hand"] for snap in snapshots] == list(range(len(overs)))
             assert all(m["view"]["seat"] == view_seat for m in got if m["type"] == "update")
             if view_seat is None:
                 assert all(m["legal"] == [] for m in got if m["type"] in ("snapshot", "update"))
