@@ -52,6 +52,9 @@ def table_row(tid: str, *, status: str = "open", created: str = "2026-01-01T00:0
 
 
 async def test_every_seat_field_is_stored_and_only_on_its_own_seat(store: Store) -> None:
+    full = [SeatRow(0, "person", "ana", None, "hash-0", left=True), SeatRow(1, "bot", "Bo", "greedy:easy", None)]
+    await store.insert_table(table_row("t0", seats=full))
+    assert (await store.load_tables(table_id="t0"))[0].seats == full
     await store.insert_table(table_row("t1"))
     await store.insert_table(table_row("t2"))
     person = SeatRow(1, "person", "ana", None, "hash-1", left=True)
@@ -114,7 +117,7 @@ async def test_writes_waiting_together_share_commits_of_at_most_max_batch(store:
 async def test_actions_keep_their_seat_time_and_order_across_hands_and_tables(store: Store) -> None:
     for tid in ("t1", "t2"):
         await store.insert_table(table_row(tid))
-        for hand in (0, 1):
+        for hand in (1, 0):  # stored out of order: loaded in order
             await store.insert_hand(tid, hand, {"hand": hand, "table": tid})
     await store.insert_actions("t1", 1, [(0, None, 5, {"type": "end_hand"})])
     await store.insert_actions("t1", 0, [(1, 1, 20, {"type": "move", "to": "foundation:0"}),
@@ -131,31 +134,34 @@ async def test_actions_keep_their_seat_time_and_order_across_hands_and_tables(st
 
 
 async def test_loading_filters_by_status_and_id_and_orders_by_creation(store: Store) -> None:
-    await store.insert_table(table_row("b", created="2026-01-02T00:00:00Z"))
-    await store.insert_table(table_row("a", created="2026-01-03T00:00:00Z", status="playing"))
-    await store.insert_table(table_row("c", created="2026-01-01T00:00:00Z",
-                                       seats=[SeatRow(1, "open"), SeatRow(0, "person", "x", None, "h")]))
-    assert [row.id for row in await store.load_tables()] == ["c", "b", "a"]
-    assert [row.id for row in await store.load_tables(statuses=("open",))] == ["c", "b"]
-    assert [row.id for row in await store.load_tables(statuses=("playing", "finished"))] == ["a"]
+    await store.insert_table(table_row("x", created="2026-01-02T00:00:00Z"))
+    await store.insert_table(table_row("y", created="2026-01-03T00:00:00Z", status="playing"))
+    await store.insert_table(table_row("z", created="2026-01-01T00:00:00Z",
+                                       seats=[SeatRow(1, "open"), SeatRow(0, "person", "p", None, "h")]))
+    assert [row.id for row in await store.load_tables()] == ["z", "x", "y"]  # by creation, not by id
+    assert [row.id for row in await store.load_tables(statuses=("open",))] == ["z", "x"]
+    assert [row.id for row in await store.load_tables(statuses=("playing", "finished"))] == ["y"]
     assert [row.id for row in await store.load_tables(statuses=())] == []
-    assert [row.id for row in await store.load_tables(table_id="b")] == ["b"]
+    assert [row.id for row in await store.load_tables(table_id="x")] == ["x"]
     assert await store.load_tables(table_id="zz") == []
-    assert [row.id for row in await store.load_tables(limit=2)] == ["c", "b"]
-    only = (await store.load_tables(table_id="c"))[0]
-    assert [seat.seat for seat in only.seats] == [0, 1] and only.seats[0].name == "x"
-    assert (only.game, only.options, only.seed, only.grace_seconds, only.created) == (
-        "nerts", {"players": 2}, 7, 30.0, "2026-01-01T00:00:00Z")
+    assert [row.id for row in await store.load_tables(limit=2)] == ["z", "x"]
+    only = (await store.load_tables(table_id="z"))[0]
+    assert [seat.seat for seat in only.seats] == [0, 1] and only.seats[0].name == "p"
+    assert (only.game, only.options, only.seed, only.grace_seconds, only.created, only.status) == (
+        "nerts", {"players": 2}, 7, 30.0, "2026-01-01T00:00:00Z", "open")
 
 
 async def test_finished_pages_continue_after_the_cursor(store: Store) -> None:
-    for tid, when in [("a", "2026-01-01"), ("b", "2026-01-02"), ("c", "2026-01-02"), ("d", "2026-01-03")]:
+    for tid, when in [("a", "2026-01-01"), ("b", "2026-01-02"), ("c", "2026-01-02"), ("d", "2026-01-03"),
+                      ("a0", "2026-01-05")]:
         await store.insert_table(table_row(tid))
         await store.update_status(tid, "finished", finished=when, hands_played=1, totals=[0, 0], winners=[0])
     page = await store.load_tables(statuses=("finished",), newest_first=True, before=("2026-01-02", "c"))
     assert [row.id for row in page] == ["b", "a"]
     page = await store.load_tables(statuses=("finished",), newest_first=True, before=("2026-01-03", "d"), limit=1)
     assert [row.id for row in page] == ["c"]
+    everything = await store.load_tables(statuses=("finished",), newest_first=True)
+    assert [row.id for row in everything] == ["a0", "d", "c", "b", "a"]
 
 
 async def test_checkpoints_copy_the_log_and_truncate_empties_it(url: str, tmp_path: Path) -> None:
@@ -170,6 +176,20 @@ async def test_checkpoints_copy_the_log_and_truncate_empties_it(url: str, tmp_pa
         busy, _, _ = await store.checkpoint(truncate=True)
         assert busy == 0 and wal.stat().st_size == 0
         assert (await store.load_tables(table_id="t1", with_hands=True))[0].hands[0].deal["packs"][-1] == 1999
+    finally:
+        await store.close()
+
+
+async def test_the_checkpointer_empties_the_log_every_so_many_checkpoints(
+        url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module, "CHECKPOINT_EVERY_S", 0.02)
+    monkeypatch.setattr(store_module, "TRUNCATE_EVERY", 3)
+    store = await Store.open(url)
+    try:
+        await store.insert_table(table_row("t1"))
+        await store.insert_hand("t1", 0, {"packs": list(range(2000))})
+        wal = tmp_path / "promises.db-wal"
+        await until(lambda: wal.stat().st_size == 0, timeout=10)
     finally:
         await store.close()
 
