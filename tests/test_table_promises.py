@@ -356,11 +356,21 @@ def test_replay_summaries_and_errors() -> None:
     nerts = records.load(RECORDS / "common" / "nerts-flips-in-progress.ok.json")
     summary = fold(nerts).to_dict()
     assert "anemones" not in summary and summary["winner"] is None and summary["hands"][-1]["ended"] is None
-    steps: list[tuple[int, int | None]] = []
-    fold(nerts, lambda hand, index, _state: steps.append((hand, index)))
-    assert steps[0] == (0, None) and steps[1:] == [(0, i) for i in range(len(nerts.hands[0].actions))]
+    steps: list[tuple[int, int | None, int]] = []
+    fold(nerts, lambda hand, index, state: steps.append((hand, index, state.view(None)["ms"])))
+    assert steps[0] == (0, None, 0)
+    assert steps[1:] == [(0, i, entry.ms) for i, entry in enumerate(nerts.hands[0].actions)]
     error = IllegalRecordAction(2, 5, "no")
     assert (error.hand, error.index, error.reason, str(error)) == (2, 5, "no", "hand 2, action 5: no")
+    for deal, message in (({}, "hands[0].deal: needs either 'seed' or 'packs' (one of them)"),
+                          ({"packs": "x"}, "hands[0].deal.packs: must be a list of packs")):
+        bad_deal = msgspec.structs.replace(nerts, hands=[msgspec.structs.replace(nerts.hands[0], deal=deal)])
+        with pytest.raises(RecordError) as unreadable:
+            fold(bad_deal)
+        assert str(unreadable.value) == message
+    with pytest.raises(IllegalRecordAction) as illegal:
+        fold(records.load(RECORDS / "anemone" / "card-not-held.illegal.json"))
+    assert (illegal.value.hand, illegal.value.index, illegal.value.reason) == (0, 15, "seat 0 does not hold 3A")
     bad_seats = msgspec.structs.replace(anemone, seats=anemone.seats[:1])
     with pytest.raises(RecordError, match=r"^seats: the record has 1 seats but options.players is 2$"):
         new_match(bad_seats)
