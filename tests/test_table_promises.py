@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from sqlalchemy import select
 
 from cardtable import records
 from cardtable.games import get_game
@@ -24,6 +25,7 @@ from cardtable.records import RecordError
 from cardtable.replay import IllegalRecordAction, fold, new_match
 from cardtable.server import store as store_module
 from cardtable.server.play import Peer, Play
+from cardtable.server.players_schema import match_seats
 from cardtable.server.store import SeatRow, Store, TableRow
 from cardtable.server.table import Settings, Table, TableError, hand_seed, now_iso, refusal_message
 
@@ -407,10 +409,13 @@ async def test_a_match_as_a_seat_and_a_spectator_see_it(store: Store) -> None:
                 got.extend(messages_of(peer))
             return table.status == "finished"
 
+        deadline = asyncio.get_running_loop().time() + 60
         while not pump():
+            assert asyncio.get_running_loop().time() < deadline, "the match did not finish"
             legal = table.legal_for(0)
             if legal:
                 await play(table, 0, legal[0])
+
             await asyncio.sleep(0.005)
 
         def told_finished() -> bool:
@@ -419,6 +424,9 @@ async def test_a_match_as_a_seat_and_a_spectator_see_it(store: Store) -> None:
                        for got in seen.values())
 
         await until(told_finished)  # table messages are coalesced: the last may come table_message_interval_s later
+        async with store.engine.connect() as conn:  # the match's results are recorded (server/results.py)
+            seats = (await conn.execute(select(match_seats.c.seat).where(match_seats.c.table_id == table.id))).all()
+        assert sorted(row.seat for row in seats) == [0, 1]
         for peer, view_seat in ((seat, 0), (watcher, None)):
             got = seen[peer]
             assert [m["type"] for m in got[:2]] == ["welcome", "snapshot"]
@@ -472,6 +480,24 @@ async def test_an_absent_person_gets_a_stand_in_after_the_grace_and_loses_it_on_
         assert await table.submit_call(come_back) == []
         assert table.seats[0].standin is None and table.seats[0].away_timer is None
         assert table.driven_seats() == {}
+    finally:
+        await table.stop()
+
+
+async def test_the_end_of_a_match_cancels_the_away_timers(store: Store) -> None:
+    table, peer = await started_nerts(store, "t1")
+    try:
+
+        async def leave() -> None:
+            table.detach(peer)
+
+        await table.submit_call(leave)
+        timer = table.seats[0].away_timer
+        assert timer is not None
+        await table.submit_call(table._finish_match)
+        assert table.status == "finished" and table.seats[0].away_timer is None and timer.cancelled()
+        row = (await store.load_tables(table_id="t1"))[0]
+        assert (row.status, row.totals, row.hands_played) == ("finished", table.match.totals, 1)
     finally:
         await table.stop()
 
