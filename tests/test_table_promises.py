@@ -293,6 +293,27 @@ async def test_stamps_never_go_back_and_are_stored_as_used(store: Store) -> None
         await table.stop()
 
 
+async def test_plays_applied_together_each_get_their_own_update_and_answer(store: Store) -> None:
+    table, peer = await started_nerts(store, "t1")
+    try:
+        messages_of(peer)
+        loop = asyncio.get_running_loop()
+        futures = [loop.create_future() for _ in range(3)]
+        # queued together, so the owner applies them as one batch: a flip, an illegal move, a flip
+        for future, action in zip(futures, ({"type": "flip"}, {"type": "move", "from": "nerts", "to": "work:9"},
+                                            {"type": "flip"}), strict=True):
+            table.queue.put_nowait(Play(0, action, future=future, peer=peer, seq=len(action)))
+        answers = await asyncio.wait_for(asyncio.gather(*futures), 10)
+        assert [ok for ok, _ in answers] == [True, False, True] and answers[0][1] == 1 and answers[2][1] == 2
+        updates = [m for m in messages_of(peer) if m["type"] == "update"]
+        assert [m["v"] for m in updates] == [1, 2]
+        first, second = (m["view"]["layouts"][0] for m in updates)
+        assert first["stock"]["count"] != second["stock"]["count"]  # each update shows the table at its version
+        assert second == table.state.view(0)["layouts"][0]
+    finally:
+        await table.stop()
+
+
 async def test_a_restored_table_resumes_its_count_version_and_clock(store: Store) -> None:
     table, _ = await started_nerts(store, "t1")
     for ms in (100, 2500):
@@ -322,6 +343,8 @@ async def test_admit_refuses_at_each_limit_and_not_before(store: Store) -> None:
 
     join(Peer(address="a"), None)
     assert refused(Peer(address="b"), None) == (429, "connection.spectator_limit", {"limit": 1})
+    with pytest.raises(TableError, match=r"^too many spectators: this table allows 1$"):
+        table.admit(Peer(address="b"), None)
     join(Peer(address="a"), 0)
     join(Peer(address="b"), 0)
     assert refused(Peer(address="c"), 0) == (429, "connection.seat_limit", {"limit": 2})
@@ -373,6 +396,16 @@ def test_replay_summaries_and_errors() -> None:
     with pytest.raises(IllegalRecordAction) as illegal:
         fold(records.load(RECORDS / "anemone" / "card-not-held.illegal.json"))
     assert (illegal.value.hand, illegal.value.index, illegal.value.reason) == (0, 15, "seat 0 does not hold 3A")
+    one_more = msgspec.structs.replace(anemone, hands=[*anemone.hands, anemone.hands[0]])
+    with pytest.raises(IllegalRecordAction) as illegal:
+        fold(one_more)
+    assert (illegal.value.hand, illegal.value.index, illegal.value.reason) == (
+        len(anemone.hands), 0, "the match was already over before this hand")
+    unfinished = msgspec.structs.replace(nerts, hands=[nerts.hands[0], nerts.hands[0]])
+    with pytest.raises(IllegalRecordAction) as illegal:
+        fold(unfinished)
+    assert (illegal.value.hand, illegal.value.index, illegal.value.reason) == (
+        0, len(nerts.hands[0].actions), "the hand had not ended when the next hand began")
     bad_seats = msgspec.structs.replace(anemone, seats=anemone.seats[:1])
     with pytest.raises(RecordError, match=r"^seats: the record has 1 seats but options.players is 2$"):
         new_match(bad_seats)
@@ -394,7 +427,7 @@ async def test_a_match_as_a_seat_and_a_spectator_see_it(store: Store) -> None:
 
     manager = await Manager.open(store, Settings(hand_pause_s=0.01, bot_pace=0.01, anemone_bot_delay_ms=0))
     try:
-        table, _, token = await manager.create("anemone", {"players": 2, "rounds": 1},
+        table, _, token = await manager.create("anemone", {"players": 2, "rounds": 2},
                                                [{"kind": "open"}, {"kind": "bot", "bot": "random"}], "ana", 3, 60,
                                                autostart=False)
         seat, watcher = Peer(address="a"), Peer(address="b")
@@ -444,7 +477,7 @@ async def test_a_match_as_a_seat_and_a_spectator_see_it(store: Store) -> None:
             else:
                 assert any(m["legal"] for m in got if m["type"] in ("snapshot", "update"))
             overs = [m for m in got if m["type"] == "hand_over"]
-            assert [m["hand"] for m in overs] == list(range(len(overs))) and overs
+            assert [m["hand"] for m in overs] == list(range(len(overs))) and len(overs) >= 2
             totals = [0, 0]
             for m in overs:
                 totals = [t + s for t, s in zip(totals, m["scores"], strict=True)]
@@ -513,6 +546,13 @@ async def test_no_stand_in_before_the_start_or_for_bots(store: Store) -> None:
     table.row.status = "playing"
     table._start_away_timer(table.seats[1])
     assert table.seats[1].away_timer is None
+    table.attach(peer, 0)
+    table._start_away_timer(table.seats[0])  # connected: no timer
+    assert table.seats[0].away_timer is None
+    table.detach(peer)
+    assert table.seats[0].away_timer is not None
+    table.seats[0].away_timer.cancel()
+    table.seats[0].away_timer = None
     table._start_away_timer(table.seats[0])
     assert table.seats[0].away_timer is not None
     await asyncio.sleep(0.05)
