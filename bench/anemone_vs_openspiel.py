@@ -1,36 +1,50 @@
 """Our Enemy Anemone search against OpenSpiel's ISMCTS at equal simulations per move, and our search's speed.
 
 Usage: ``python bench/anemone_vs_openspiel.py [--games 200] [--budgets 500,2500] [--settings pairs,solo]
-[--jobs 1] [--seed 1] [--speed-positions 12]`` (needs the ``ai`` extra).
+[--jobs 1] [--seed 1] [--out FILE] [--speed-positions 12]`` (needs the ``ai`` extra);
+``python bench/anemone_vs_openspiel.py --summary --out FILE`` prints the figures of the games in ``FILE`` only.
 
 - Strength: four seats, one hand per game (``--rounds`` for more). ``pairs``: two of ours (``ismcts:hard``'s
   search with the simulation budget given and no time cap) against two of OpenSpiel's
-  ``open_spiel.python.algorithms.ismcts.ISMCTSBot`` (random-rollout evaluator, UCT, ``uct_c`` 10 points),
-  seats alternating and swapped every other game; ``solo``: one of ours against three of theirs, our seat
-  rotating. A game is won by the highest score; a shared win counts 1/k to each side in it. Win rates with 95%
-  Wilson intervals against par (1/2 for pairs, 1/4 for solo), and milliseconds per move of each bot (moves
-  with a choice only).
+  ``open_spiel.python.algorithms.ismcts.ISMCTSBot``, seats alternating and swapped every other game; ``solo``:
+  one of ours against three of theirs, our seat rotating. OpenSpiel's bot gets its standard parts: a
+  ``RandomRolloutEvaluator`` with its default single rollout (``--rollouts``), UCT child selection, the most
+  visited move, no limit on world samples; its ``uct_c`` is in points, the scale of the game's returns
+  (``--uct-c``, default 10: a hand deals out about 52 points among four seats). A game is won by the highest
+  score; a shared win counts 1/k to each side in it. Win rates with 95% Wilson intervals against par (1/2 for
+  pairs, 1/4 for solo), and milliseconds per move of each bot (moves with a choice only; wall clock, on a busy
+  machine both bots slow down alike).
+- Incremental: every finished game is appended to ``--out`` as one JSON line (setting, budget, game number,
+  seed, our seats, returns, time per move); a run skips the games already in the file, so an interrupted run
+  resumes where it stopped, and partial runs count. Games run interleaved (by simulations spent: five games of each
+  500-simulation setting per game of each 2,500-simulation one), so a run stopped early has figures for every
+  setting.
 - Speed: our search from four-seat positions (first moves of hands, and positions later in hands), a fixed number
   of simulations each: simulations per CPU second (and per wall-clock second), and the ratio to the baseline
-  measured in the same run: the search as first written (``search(..., engine_playouts=True)``: the engine's
-  ``AnemoneState.playout`` and a card-by-card deal).
+  measured in the same run: the search as first written (:func:`baseline_search`: the same tree search on the
+  engine's ``AnemoneState.moves``/``copy``/``playout``, and a card-by-card deal).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import json
+import math
 import random
 import statistics
 import time
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 import pyspiel
 
 import cardtable.openspiel as cos
-from cardtable.bots.ismcts import LEVELS, Budget, IsmctsBot, search
-from cardtable.games.anemone import AnemoneMatch, AnemoneOptions
+from cardtable.bots.ismcts import LEVELS, Budget, Determinizer, IsmctsBot, Move, _Node, search
+from cardtable.engine import View
+from cardtable.games.anemone import CODE, AnemoneMatch, AnemoneOptions, AnemoneState
 from cardtable.sim.anemone import wilson
 
 
@@ -41,6 +55,8 @@ class Task:
     game: int
     seed: int
     rounds: int
+    uct_c: float = 10.0
+    rollouts: int = 1
 
 
 @dataclass
@@ -67,13 +83,17 @@ def play(task: Task) -> Outcome:
     bots: list[pyspiel.Bot] = []
     for seat in range(4):
         if seat in ours:
-            budget = Budget(task.simulations, 3600.0, hard.exploration)
+            budget = replace(hard, simulations=task.simulations, seconds=3600.0)
             bots.append(cos.CardtableBot(seat, IsmctsBot(base + seat, budget)))
         else:
-            bots.append(cos.ismcts_bot(game, task.simulations, seed=base + seat))
+            bots.append(
+                cos.ismcts_bot(
+                    game, task.simulations, uct_c=task.uct_c, seed=base + seat, rollouts=task.rollouts
+                )
+            )
     rng = np.random.RandomState(base)
     state = game.new_initial_state()
-    ms: dict[str, list[float]] = {"ours": [], "theirs": []}
+    ms: dict[str, list[float]] = {"ours": [], "theirs": [], "ours_cpu": [], "theirs_cpu": []}
     while not state.is_terminal():
         if state.is_chance_node():
             outcomes, probs = zip(*state.chance_outcomes(), strict=True)
@@ -82,10 +102,13 @@ def play(task: Task) -> Outcome:
         seat = state.current_player()
         choices = len(state.legal_actions())
         start = time.perf_counter()
+        cpu = time.process_time()
         action = bots[seat].step(state)
         elapsed = (time.perf_counter() - start) * 1000
         if choices > 1:
-            ms["ours" if seat in ours else "theirs"].append(elapsed)
+            side = "ours" if seat in ours else "theirs"
+            ms[side].append(elapsed)
+            ms[f"{side}_cpu"].append((time.process_time() - cpu) * 1000)
         state.apply_action(int(action))
     return Outcome(task, ours, list(state.returns()), ms)
 
@@ -97,14 +120,106 @@ def our_share(outcome: Outcome) -> float:
     return sum(1 for s in top if s in outcome.ours) / len(top)
 
 
+def baseline_rewards(state: AnemoneState, anemone_weight: float) -> list[float]:
+    points = state.points
+    total = sum(points)
+    n = state.players
+    out = []
+    if anemone_weight:
+        held = [sum(faces) for faces in state.anem]
+        all_held = sum(held)
+    for s in range(n):
+        margin = points[s] - (total - points[s]) / (n - 1)
+        if anemone_weight:
+            margin += anemone_weight * (held[s] - (all_held - held[s]) / (n - 1))
+        out.append(margin / 10.0)
+    return out
+
+
+def baseline_search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[Move, int]]:
+    """The baseline: our search as it was first written (the same SO-ISMCTS, with the engine's
+    ``AnemoneState.moves``/``copy``/``playout`` and a card-by-card deal of each determinization)."""
+    started = time.perf_counter()
+    seat = int(view["seat"])
+    det = Determinizer(view)
+    hands, deck = det.sample(rng)
+    base = AnemoneState.from_view(view, [[CODE[c] for c in h] for h in hands], [CODE[c] for c in deck])
+    last_hand = view.get("round") is not None and view.get("round") == view.get("rounds")
+    anemone_weight = 0.1 if last_hand else 0.5
+    root = _Node(None, None, seat)
+    c = budget.exploration
+    deadline = started + budget.seconds
+    sims = 0
+    log = math.log
+    sqrt = math.sqrt
+    while sims < budget.simulations:
+        if sims and sims % 8 == 0 and time.perf_counter() > deadline:
+            break
+        sims += 1
+        state = base.copy()
+        if sims > 1:
+            hands, deck = det.sample_card_by_card(rng)
+            state.hands = hands
+            state.deck = deck
+        node = root
+        # selection and expansion
+        while not state.over:
+            moves = state.moves()
+            untried = [m for m in moves if m not in node.children]
+            if untried:
+                move = untried[int(rng.random() * len(untried))]
+                child = _Node(node, move, state.turn)
+                node.children[move] = child
+                for m in moves:
+                    if m in node.children:
+                        node.children[m].avail += 1
+                state.step(*move)
+                node = child
+                break
+            best: _Node | None = None
+            best_score = -1e18
+            for m in moves:
+                ch = node.children[m]
+                ch.avail += 1
+                score = ch.reward / ch.visits + c * sqrt(log(ch.avail) / ch.visits)
+                if score > best_score:
+                    best_score = score
+                    best = ch
+            assert best is not None and best.move is not None
+            state.step(*best.move)
+            node = best
+        state.playout(rng)
+        rewards = baseline_rewards(state, anemone_weight)
+        walk: _Node | None = node
+        while walk is not None:
+            walk.visits += 1
+            walk.reward += rewards[walk.seat]
+            walk = walk.parent
+    visits = {m: ch.visits for m, ch in root.children.items()}
+    best_move = max(root.children.values(), key=lambda ch: (ch.visits, ch.reward)).move
+    assert best_move is not None
+    return best_move, visits
+
+
 def speed(positions: int, seed: int, simulations: int = 4000) -> None:
     """Simulations per second of our search and of the baseline (the search as first written).
 
     Each search runs a fixed number of simulations; the rate is given per second of this process's CPU time
-    (what the search gets on an idle core; the wall-clock rate is printed too, lower on a busy machine).
+    (what the search gets on an idle core; the wall-clock rate is printed too, lower on a busy machine), with the
+    garbage collector off as :meth:`IsmctsBot.choose` runs it. Then a
+    search per position with a 1 s cap and no simulation limit: the simulations it reached in that second, and
+    the share of a core the process had meanwhile.
     """
     rng = random.Random(seed)
-    rates: dict[str, list[float]] = {"fast": [], "engine": [], "first": [], "wall": []}
+    rates: dict[str, list[float]] = {
+        "fast": [],
+        "engine": [],
+        "first": [],
+        "wall": [],
+        "second": [],
+        "share": [],
+    }
+    gc.disable()  # as IsmctsBot.choose runs its search (both searches alike)
     for i in range(positions):
         match = AnemoneMatch(AnemoneOptions(players=4))
         state = match.start_hand({"seed": seed * 1000 + i})
@@ -117,7 +232,8 @@ def speed(positions: int, seed: int, simulations: int = 4000) -> None:
         for engine in (False, True):
             cpu = time.process_time()
             wall = time.perf_counter()
-            _, visits = search(view, Budget(simulations, 3600.0), random.Random(i), engine_playouts=engine)
+            run = baseline_search if engine else search
+            _, visits = run(view, Budget(simulations, 3600.0), random.Random(i))
             done = sum(visits.values())
             rate = done / max(1e-9, time.process_time() - cpu)
             rates["engine" if engine else "fast"].append(rate)
@@ -125,6 +241,12 @@ def speed(positions: int, seed: int, simulations: int = 4000) -> None:
                 rates["wall"].append(done / (time.perf_counter() - wall))
                 if i % 2 == 0:
                     rates["first"].append(rate)
+        cpu = time.process_time()
+        wall = time.perf_counter()
+        _, visits = search(view, Budget(10**9, 1.0), random.Random(i))
+        rates["second"].append(sum(visits.values()))
+        rates["share"].append((time.process_time() - cpu) / (time.perf_counter() - wall))
+    gc.enable()
     fast, engine = statistics.mean(rates["fast"]), statistics.mean(rates["engine"])
     print(
         f"speed, {positions} four-seat positions, {simulations} simulations each: {fast:,.0f} simulations per "
@@ -132,10 +254,69 @@ def speed(positions: int, seed: int, simulations: int = 4000) -> None:
         f"baseline (as first written) {engine:,.0f}; ratio {fast / engine:.2f}x; wall clock {statistics.mean(rates['wall']):,.0f}/s",
         flush=True,
     )
+    print(
+        f"speed, 1 s per move: {statistics.mean(rates['second']):,.0f} simulations on average "
+        f"(min {min(rates['second']):,.0f}), with {statistics.mean(rates['share']):.0%} of a core",
+        flush=True,
+    )
+
+
+def _key(task: Task) -> tuple[str, int, int, int, int, float, int]:
+    return (task.setting, task.simulations, task.game, task.seed, task.rounds, task.uct_c, task.rollouts)
+
+
+def load(path: Path | None) -> list[Outcome]:
+    """The games already in ``path`` (none when it does not exist)."""
+    if path is None or not path.exists():
+        return []
+    outcomes = []
+    for line in path.read_text().splitlines():
+        if line.strip():
+            data = json.loads(line)
+            outcomes.append(Outcome(Task(**data["task"]), data["ours"], data["returns"], data["ms"]))
+    return outcomes
+
+
+def summary(outcomes: list[Outcome]) -> None:
+    """Print the figures of each setting and budget found in ``outcomes``."""
+    groups: dict[tuple[int, str, float, int], list[Outcome]] = {}
+    for outcome in outcomes:
+        task = outcome.task
+        groups.setdefault((task.simulations, task.setting, task.uct_c, task.rollouts), []).append(outcome)
+    for (simulations, setting, uct_c, rollouts), group in sorted(groups.items()):
+        wins = sum(our_share(o) for o in group)
+        low, high = wilson(wins, len(group))
+        par = 0.5 if setting == "pairs" else 0.25
+        per_move = {
+            side: statistics.mean([m for o in group for m in o.ms.get(side, [])] or [0.0])
+            for side in ("ours", "theirs", "ours_cpu", "theirs_cpu")
+        }
+        margin = statistics.mean(
+            statistics.mean(o.returns[s] for s in o.ours)
+            - statistics.mean(o.returns[s] for s in range(4) if s not in o.ours)
+            for o in group
+        )
+        verdict = "ahead" if low > par else ("behind" if high < par else "not clear of par")
+        print(
+            f"{setting:5} {simulations:>5} sims (OpenSpiel uct_c {uct_c:g}, {rollouts} rollout): ours won "
+            f"{wins / len(group):.1%} of {len(group)} games (95% {low:.1%}-{high:.1%}, par {par:.0%}: {verdict}); "
+            f"points per seat ours-theirs {margin:+.2f}; ms/move (wall; CPU) ours {per_move['ours']:.0f}; "
+            f"{per_move['ours_cpu']:.0f}, OpenSpiel {per_move['theirs']:.0f}; {per_move['theirs_cpu']:.0f}",
+            flush=True,
+        )
+
+
+def interleave(groups: list[list[Task]]) -> list[Task]:
+    """The tasks of every group in one order, each group's games spread evenly by simulations spent: a game at
+    2,500 simulations comes after five at 500 (ties: the groups' order)."""
+    keyed = [
+        ((task.game + 1) * task.simulations, i, task) for i, group in enumerate(groups) for task in group
+    ]
+    return [task for _, _, task in sorted(keyed, key=lambda item: (item[0], item[1]))]
 
 
 def main() -> None:
-    """Run the settings and budgets asked for and print the figures."""
+    """Run the settings and budgets asked for (skipping games already in ``--out``) and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=200, help="games per setting and budget")
     parser.add_argument("--budgets", default="500,2500", help="simulations per move, comma-separated")
@@ -143,43 +324,66 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="hands per game")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--uct-c", type=float, default=10.0, help="OpenSpiel's UCT constant, in points")
+    parser.add_argument("--rollouts", type=int, default=1, help="OpenSpiel's random rollouts per evaluation")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="JSON lines file of finished games (resumable)"
+    )
+    parser.add_argument("--summary", action="store_true", help="only print the figures of the games in --out")
     parser.add_argument("--speed-positions", type=int, default=12, help="0 to skip the speed test")
     parser.add_argument("--progress", action="store_true", help="print every game as it ends")
     args = parser.parse_args()
+    done = load(args.out)
+    if args.summary:
+        summary(done)
+        return
     if args.speed_positions:
         speed(args.speed_positions, args.seed)
-    for simulations in (int(b) for b in args.budgets.split(",")):
-        for setting in args.settings.split(","):
-            tasks = [Task(setting, simulations, g, args.seed, args.rounds) for g in range(args.games)]
-            start = time.perf_counter()
-            outcomes = []
-            with ProcessPoolExecutor(args.jobs) as pool:
-                for outcome in pool.map(play, tasks):
-                    outcomes.append(outcome)
-                    if args.progress:
-                        print(
-                            f"  {setting} {simulations} game {outcome.task.game}: ours in seats {outcome.ours}, "
-                            f"returns {outcome.returns}, our share of the win {our_share(outcome):.2f}",
-                            flush=True,
-                        )
-            wins = sum(our_share(o) for o in outcomes)
-            low, high = wilson(wins, len(outcomes))
-            par = 0.5 if setting == "pairs" else 0.25
-            ours_ms = [m for o in outcomes for m in o.ms["ours"]]
-            theirs_ms = [m for o in outcomes for m in o.ms["theirs"]]
-            margin = statistics.mean(
-                statistics.mean(o.returns[s] for s in o.ours)
-                - statistics.mean(o.returns[s] for s in range(4) if s not in o.ours)
-                for o in outcomes
-            )
-            verdict = "ahead" if low > par else ("behind" if high < par else "not clear of par")
-            print(
-                f"{setting:5} {simulations:>5} sims: ours won {wins / len(outcomes):.1%} of {len(outcomes)} games "
-                f"(95% {low:.1%}-{high:.1%}, par {par:.0%}: {verdict}); points per seat ours-theirs "
-                f"{margin:+.2f}; ms/move ours {statistics.mean(ours_ms):.0f}, OpenSpiel "
-                f"{statistics.mean(theirs_ms):.0f}; {time.perf_counter() - start:.0f} s",
-                flush=True,
-            )
+    print(
+        f"OpenSpiel's ISMCTSBot: RandomRolloutEvaluator({args.rollouts}), UCT c {args.uct_c:g} (points), "
+        "most visited move; ours: ismcts:hard's search at the same simulations, no time cap",
+        flush=True,
+    )
+    seen = {_key(o.task) for o in done}
+    groups = [
+        [
+            task
+            for g in range(args.games)
+            if _key(task := Task(setting, simulations, g, args.seed, args.rounds, args.uct_c, args.rollouts))
+            not in seen
+        ]
+        for simulations in sorted(int(b) for b in args.budgets.split(","))
+        for setting in args.settings.split(",")
+    ]
+    tasks = interleave(groups)
+    print(f"{len(done)} games already in {args.out}; {len(tasks)} to play", flush=True)
+    start = time.perf_counter()
+    outcomes = list(done)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+    handle = args.out.open("a") if args.out is not None else None
+    try:
+        with ProcessPoolExecutor(args.jobs) as pool:
+            futures = [pool.submit(play, task) for task in tasks]
+            for future in as_completed(futures):
+                outcome = future.result()
+                outcomes.append(outcome)
+                if handle is not None:
+                    record = {"task": asdict(outcome.task), "ours": outcome.ours, "returns": outcome.returns}
+                    handle.write(json.dumps({**record, "ms": outcome.ms}) + "\n")
+                    handle.flush()
+                if args.progress:
+                    task = outcome.task
+                    print(
+                        f"  {task.setting} {task.simulations} game {task.game}: ours in seats {outcome.ours}, "
+                        f"returns {outcome.returns}, our share of the win {our_share(outcome):.2f} "
+                        f"({time.perf_counter() - start:.0f} s)",
+                        flush=True,
+                    )
+    finally:
+        if handle is not None:
+            handle.close()
+    summary(outcomes)
 
 
 if __name__ == "__main__":

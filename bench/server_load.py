@@ -11,12 +11,25 @@ of the server's p99 to the echo's p99.
 
 Bounded: at most 500 tables and 120 s of measuring; loopback only. Target: 200 tables x 4 seats at 1 action/s/seat,
 p99 ack < 25 ms.
+
+Several processes (``docs/deploy.md``, "Several processes"): ``--processes N`` (N >= 2) measures, in one run, one
+process on SQLite, one process on PostgreSQL, then N processes on PostgreSQL and Redis, the tables created and the
+clients connected round robin over the processes (so about half the connections are relayed); for each: acks/s,
+p50/p99/max ack latency, CPU per process, and the relayed/direct p99 ratio. ``--failover`` then SIGKILLs one of
+the N processes mid-run and prints the seconds until every one of its tables acknowledges again and the
+acknowledged actions lost. ``--db`` (a PostgreSQL URL, emptied first) and ``--redis`` use running services;
+without them private ones are started (``tests/services.py``: PostgreSQL and redis-server installed).
+
+    nice -n 10 .venv/bin/python bench/server_load.py --processes 2 --tables 400 --duration 20 --failover
+
+Target: 400 tables x 4 seats at 1 action/s/seat over two processes, p99 ack < 40 ms.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -148,7 +161,7 @@ class Clock:
 async def table_client(port: int, tid: str, token: str, rate: float, clock: Clock, stats: Stats,
                        rng: random.Random) -> None:
     async with websockets.connect(f"ws://127.0.0.1:{port}/ws/tables/{tid}", max_size=2**22,
-                                  compression=None, open_timeout=60) as ws:
+                                  compression=None, open_timeout=60, ping_interval=None) as ws:
         await ws.send(json.dumps({"type": "hello", "token": token}))
         legal: list[dict[str, Any]] = []
         sent: dict[int, float] = {}
@@ -215,7 +228,7 @@ async def echo_client(port: int, rate: float, size: int, clock: Clock, stats: St
         task.cancel()
 
 
-async def open_tables(base: str, count: int) -> list[tuple[str, list[str]]]:
+async def open_tables(base: str, count: int, first: int = 0) -> list[tuple[str, list[str]]]:
     tables: list[tuple[str, list[str]]] = []
     limits = httpx.Limits(max_connections=20)
     async with httpx.AsyncClient(base_url=base, timeout=60, limits=limits) as http:
@@ -229,7 +242,7 @@ async def open_tables(base: str, count: int) -> list[tuple[str, list[str]]]:
                 tokens.append((await http.post(f"/api/tables/{tid}/join", json={"name": f"p{i}-{s}"})).json()["token"])
             return tid, tokens
 
-        tables = list(await asyncio.gather(*(one(i) for i in range(count))))
+        tables = list(await asyncio.gather(*(one(i) for i in range(first, first + count))))
         for tid, tokens in tables:
             response = await http.post(f"/api/tables/{tid}/start", json={"token": tokens[0]})
             response.raise_for_status()
@@ -242,7 +255,7 @@ async def run(args: argparse.Namespace) -> None:
     rng = random.Random(args.seed)
     tmp = tempfile.mkdtemp(prefix="cardtable-bench-")
     port, echo_port = free_port(), free_port()
-    env = dict(os.environ, CARDTABLE_GRACE_SECONDS="3600")
+    env = dict(os.environ, **BENCH_ENV)
     server = subprocess.Popen(
         [sys.executable, "-m", "cardtable", "serve", "--port", str(port),
          "--db", f"sqlite+aiosqlite:///{tmp}/bench.db"], env=env)
@@ -285,6 +298,228 @@ async def run(args: argparse.Namespace) -> None:
                 proc.kill()
 
 
+BENCH_ENV = {
+    "CARDTABLE_GRACE_SECONDS": "3600", "CARDTABLE_CREATES_PER_MINUTE": "1000000", "CARDTABLE_CREATE_BURST": "1000000",
+    "CARDTABLE_MAX_SOCKETS_PER_ADDRESS": "100000", "CARDTABLE_MAX_CONNECTIONS_PER_ADDRESS": "100000",
+    "CARDTABLE_MAX_CONNECTIONS_PER_ADDRESS_PER_TABLE": "100000",
+}
+"""Every client comes from 127.0.0.1: the per-address limits are lifted for the benchmark."""
+
+
+def start_server(port: int, db: str, redis: str | None) -> subprocess.Popen[bytes]:
+    args = [sys.executable, "-m", "cardtable", "serve", "--port", str(port), "--db", db]
+    if redis:
+        args += ["--redis", redis]
+    return subprocess.Popen(args, env=dict(os.environ, **BENCH_ENV), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+async def empty_postgres(url: str) -> None:
+    """Drop every cardtable table of the database at ``url`` (a fresh start for each configuration)."""
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    engine = create_async_engine(url)
+    async with engine.begin() as conn:
+        await conn.execute(text("DROP SCHEMA public CASCADE"))
+        await conn.execute(text("CREATE SCHEMA public"))
+    await engine.dispose()
+
+
+async def flush_redis(url: str) -> None:
+    from redis.asyncio import Redis
+
+    redis = Redis.from_url(url)
+    await redis.flushdb()
+    await redis.aclose()
+
+
+@dataclass
+class Ack:
+    """Per table of the failover run: the highest version acknowledged, and when it last acknowledged."""
+
+    version: int = 0
+    at: float = 0.0
+    after_kill: float | None = None
+    """When it first acknowledged after the SIGKILL (failover run)."""
+
+
+async def cluster_client(ports: list[int], start: int, tid: str, token: str, rate: float, clock: Clock,
+                         direct: Stats, relayed: Stats, owner_port: dict[str, int], acked: dict[str, Ack],
+                         rng: random.Random, killed: dict[str, Any]) -> None:
+    """A seat's client for the several-process runs: connects to ``ports[start]`` (round robin), counts its
+    latencies as relayed or direct (the table's owner is the process that created it), and, when its process
+    dies, reconnects to the next one up (as the web client does), recording each table's acknowledged versions."""
+    index = start
+    seq = 0
+    while time.monotonic() < clock.end:
+        port = ports[index % len(ports)]
+        try:
+            async with websockets.connect(f"ws://127.0.0.1:{port}/ws/tables/{tid}", max_size=2**22,
+                                          compression=None, open_timeout=30, ping_interval=None) as ws:
+                await ws.send(json.dumps({"type": "hello", "token": token}))
+                opened = time.monotonic()  # acks on a connection opened after the kill come from the new owner
+                stats = direct if owner_port.get(tid) == port else relayed
+                legal: list[dict[str, Any]] = []
+                sent: dict[int, float] = {}
+
+                async def reader(ws: Any, stats: Stats, sent: dict[int, float], opened: float) -> None:
+                    with contextlib.suppress(websockets.exceptions.WebSocketException):
+                        await read(ws, stats, sent, opened)
+
+                async def read(ws: Any, stats: Stats, sent: dict[int, float], opened: float) -> None:
+                    nonlocal legal
+                    async for raw in ws:
+                        message = msgspec.json.decode(raw)
+                        kind = message.get("type")
+                        now = time.monotonic()
+                        if kind in ("update", "snapshot"):
+                            legal = message.get("legal") or []
+                            if clock.measuring(now):
+                                stats.updates += 1
+                        elif kind in ("ack", "reject") and message.get("seq") is not None:
+                            t0 = sent.pop(message["seq"], None)
+                            if kind == "ack":
+                                mark = acked.setdefault(tid, Ack())
+                                mark.version, mark.at = max(mark.version, int(message["v"])), now
+                                if mark.after_kill is None and "at" in killed and opened > killed["at"]:
+                                    mark.after_kill = now
+                            if t0 is not None and clock.measuring(t0):
+                                (stats.acks if kind == "ack" else stats.rejects).append((now - t0) * 1000.0)
+                        elif kind == "error" and clock.measuring(now):
+                            stats.errors += 1
+
+                task = asyncio.create_task(reader(ws, stats, sent, opened))
+                await asyncio.sleep(rng.uniform(0, 1.0 / rate))
+                next_at = time.monotonic()
+                while time.monotonic() < clock.end and not task.done():
+                    next_at += 1.0 / rate
+                    if legal:
+                        seq += 1
+                        sent[seq] = time.monotonic()
+                        await ws.send(json.dumps({"type": "action", "seq": seq, "action": rng.choice(legal)}))
+                    await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+                await asyncio.sleep(0.5)
+                task.cancel()
+                if time.monotonic() >= clock.end:
+                    return
+        except (OSError, websockets.exceptions.WebSocketException, TimeoutError):
+            pass
+        index += 1  # that process is gone or closed us: the next one
+        await asyncio.sleep(0.2)
+
+
+async def stored_versions(url: str) -> dict[str, int]:
+    """Actions stored per table (= the table's version)."""
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    engine = create_async_engine(url)
+    async with engine.connect() as conn:
+        rows = (await conn.execute(text("SELECT table_id, count(*) FROM actions GROUP BY table_id"))).all()
+    await engine.dispose()
+    return {str(t): int(n) for t, n in rows}
+
+
+async def run_config(name: str, args: argparse.Namespace, db: str, redis: str | None, processes: int,
+                     failover: bool = False) -> dict[str, float]:
+    """One configuration: ``processes`` servers on ``db`` (and ``redis``), tables and clients round robin."""
+    tables_n = min(args.tables, 500)
+    duration = min(args.duration, 120.0)
+    if failover:  # the kill comes a third in; the lease (5 s) and a sweep must fit in the rest
+        duration = max(duration, 30.0)
+    rng = random.Random(args.seed)
+    ports = [free_port() for _ in range(processes)]
+    servers = [start_server(ports[0], db, redis)]
+    try:
+        await wait_http(f"http://127.0.0.1:{ports[0]}/api/games", 120)  # the first applies the migrations
+        servers += [start_server(port, db, redis) for port in ports[1:]]
+        for port in ports[1:]:
+            await wait_http(f"http://127.0.0.1:{port}/api/games", 120)
+        t0 = time.monotonic()
+        share = -(-tables_n // processes)
+        batches = await asyncio.gather(*(open_tables(f"http://127.0.0.1:{port}", min(share, tables_n - i * share),
+                                                     first=i * share) for i, port in enumerate(ports)))
+        owner_port = {tid: port for port, batch in zip(ports, batches, strict=True) for tid, _ in batch}
+        tables = [table for batch in batches for table in batch]
+        print(f"\n== {name}: {len(tables)} tables x 4 seats opened and started in {time.monotonic() - t0:.1f} s; "
+              f"{args.rate:g} action/s/seat for {duration:g} s")
+        direct, relayed = Stats(), Stats()
+        acked: dict[str, Ack] = {}
+        clock = Clock(args.warmup + 2.0, duration)
+        cpu: dict[str, float] = {}
+        pids = {f"server{i + 1}": server.pid for i, server in enumerate(servers)} | {"clients": os.getpid()}
+        k = 0
+        clients = []
+        killed: dict[str, Any] = {}
+        for tid, tokens in tables:
+            for token in tokens:
+                clients.append(cluster_client(ports, k, tid, token, args.rate, clock, direct, relayed, owner_port,
+                                              acked, random.Random(rng.random()), killed))
+                k += 1
+
+        async def kill_one() -> None:
+            await asyncio.sleep(max(0.0, clock.start + duration / 3 - time.monotonic()))
+            victim = servers[-1]
+            killed["at"] = time.monotonic()
+            killed["before"] = {t: a.version for t, a in acked.items() if owner_port[t] == ports[-1]}
+            victim.kill()
+
+        extra = [kill_one()] if failover else []
+        await asyncio.gather(measure_cpu(pids, clock, cpu), *clients, *extra)
+        both = Stats(acks=direct.acks + relayed.acks, rejects=direct.rejects + relayed.rejects,
+                     errors=direct.errors + relayed.errors, updates=direct.updates + relayed.updates)
+        figures = summary(name, both, duration)
+        print("CPU over the window: " + ", ".join(f"{n} {c:.2f} cores" for n, c in cpu.items())
+              + f" (of {os.cpu_count()}); load average {os.getloadavg()[0]:.1f}")
+        if processes > 1 and direct.acks and relayed.acks:
+            d = summary("   direct connections", direct, duration)
+            r = summary("   relayed connections", relayed, duration)
+            print(f"   relayed/direct p99 ratio: {r['p99'] / d['p99']:.2f}")
+        if failover:
+            victims = [t for t, port in owner_port.items() if port == ports[-1]]
+            after = [mark.after_kill - killed["at"] for t in victims
+                     if (mark := acked.get(t)) is not None and mark.after_kill is not None]
+            stored = await stored_versions(db)
+            lost = sum(max(0, acked[t].version - stored.get(t, 0)) for t in acked)
+            back = len(after)
+            print(f"failover: SIGKILL of 1 of {processes} processes ({len(victims)} tables); "
+                  f"{back}/{len(victims)} of its tables acknowledged again, every one within {max(after or [0]):.1f} s "
+                  f"(median {statistics.median(after) if after else float('nan'):.1f} s); "
+                  f"acknowledged actions lost: {lost}")
+        return figures
+    finally:
+        for server in servers:
+            server.terminate()
+            try:
+                server.wait(20)
+            except subprocess.TimeoutExpired:
+                server.kill()
+
+
+async def run_processes(args: argparse.Namespace, db: str, redis: str) -> None:
+    """The three configurations (and the failover run) on PostgreSQL ``db`` and Redis ``redis``."""
+    tmp = tempfile.mkdtemp(prefix="cardtable-bench-")
+    print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    results = {"sqlite": await run_config("1 process, SQLite", args, f"sqlite+aiosqlite:///{tmp}/bench.db",
+                                          None, 1)}
+    await empty_postgres(db)
+    results["pg"] = await run_config("1 process, PostgreSQL", args, db, None, 1)
+    await empty_postgres(db)
+    await flush_redis(redis)
+    results["cluster"] = await run_config(f"{args.processes} processes, PostgreSQL + Redis", args, db, redis,
+                                          args.processes)
+    print(f"\np99: SQLite {results['sqlite']['p99']:.1f} ms, PostgreSQL {results['pg']['p99']:.1f} ms, "
+          f"{args.processes} processes {results['cluster']['p99']:.1f} ms (ratio to one SQLite process "
+          f"{results['cluster']['p99'] / results['sqlite']['p99']:.2f}); target p99 < 40 ms: "
+          f"{'met' if results['cluster']['p99'] < 40 else 'NOT met'}")
+    if args.failover:
+        await empty_postgres(db)
+        await flush_redis(redis)
+        await run_config(f"{args.processes} processes, failover", args, db, redis, args.processes,
+                         failover=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tables", type=int, default=200, help="Nerts tables of 4 clients (at most 500)")
@@ -293,7 +528,23 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=3.0, help="seconds before measuring")
     parser.add_argument("--echo-size", type=int, default=60, help="padding of each echo message, in characters")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--processes", type=int, default=1,
+                        help="2 or more: compare SQLite, PostgreSQL and this many processes on PostgreSQL + Redis")
+    parser.add_argument("--db", default=None, help="PostgreSQL URL for --processes (emptied; default: a private one)")
+    parser.add_argument("--redis", default=None, help="Redis URL for --processes (flushed; default: a private one)")
+    parser.add_argument("--failover", action="store_true", help="with --processes: also SIGKILL one mid-run")
     args = parser.parse_args()
+    if args.processes > 1:
+        import contextlib
+
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+        from services import new_database, postgres_cluster, redis_server
+
+        with contextlib.ExitStack() as stack:
+            db = args.db or new_database(stack.enter_context(postgres_cluster()))
+            redis = args.redis or stack.enter_context(redis_server()).url()
+            asyncio.run(run_processes(args, db, redis))
+        return
     try:  # the server runs on uvloop (uvicorn's default when installed); so do the clients
         import uvloop
     except ImportError:

@@ -15,7 +15,7 @@ from rich.console import Console
 
 from cardtable import records
 from cardtable.bots import bot_infos, get_bot, make_bot
-from cardtable.bots.ismcts import Budget, Determinizer, IsmctsBot, Move, playout, search
+from cardtable.bots.ismcts import Budget, Determinizer, IsmctsBot, Move, fast_moves, playout, search
 from cardtable.games.anemone import (
     CODE,
     SUIT_OF,
@@ -194,13 +194,19 @@ def test_wilson_interval() -> None:
 
 
 @settings(max_examples=30, deadline=None)
-@given(players=st.integers(2, 6), seed=st.integers(0, 10_000), steps=st.integers(0, 30))
-def test_fast_playout_follows_the_engine(players: int, seed: int, steps: int) -> None:
-    """The search's playout makes only moves the engine allows and ends where the engine ends."""
+@given(
+    players=st.integers(2, 6),
+    seed=st.integers(0, 10_000),
+    steps=st.integers(0, 30),
+    greedy=st.sampled_from([0.0, 0.5, 1.0]),
+)
+def test_fast_playout_follows_the_engine(players: int, seed: int, steps: int, greedy: float) -> None:
+    """The search's playout (random or partly greedy) makes only moves the engine allows and ends where the
+    engine ends."""
     start = position(players, seed, steps)
     fast = start.copy()
     trace: list[Move] = []
-    playout(fast, random.Random(seed), anemone_chance=0.5, trace=trace)
+    playout(fast, random.Random(seed), anemone_chance=0.5, trace=trace, greedy=greedy)
     engine = start.copy()
     for is_play, card, faces in trace:
         seat = engine.to_act()[0]
@@ -215,3 +221,12 @@ def test_fast_playout_follows_the_engine(players: int, seed: int, steps: int) ->
     assert engine.points == fast.points
     assert [sorted(f) for f in engine.anem] == [sorted(f) for f in fast.anem]
     assert engine.supply == fast.supply
+
+
+@settings(max_examples=60, deadline=None)
+@given(players=st.integers(2, 6), seed=st.integers(0, 10_000), steps=st.integers(0, 40))
+def test_search_moves_are_the_engines(players: int, seed: int, steps: int) -> None:
+    """The search's own move generation gives the engine's moves, in the engine's order."""
+    state = position(players, seed, steps)
+    if not state.over:
+        assert fast_moves(state) == state.moves()

@@ -73,7 +73,7 @@ def test_observation_never_encodes_a_hidden_card(players: int, seed: int, moves:
     rng = random.Random(seed)
     for m in range(moves):
         seat = rng.randrange(players)
-        legal = state.legal_actions(seat)
+        legal = state.legal_actions(seat, m * 10)  # legal at the time it is applied
         if state.is_over or not legal:
             break
         state.apply(seat, rng.choice(legal), m * 10)

@@ -86,3 +86,33 @@ def test_openspiel_ismcts_plays_ours_through_evaluate_bots() -> None:
     returns = evaluate_bots.evaluate_bots(game.new_initial_state(), bots, np.random.RandomState(4))
     assert len(returns) == 3
     assert sum(returns) == pytest.approx(sum(1 + (r in (3, 5, 8)) for r in range(1, 11)) * 3)
+
+
+@pytest.mark.parametrize("players", [2, 3, 4, 5, 6])
+def test_legal_actions_are_the_engines_through_play_and_resampling(players: int) -> None:
+    """The cached legal actions (and the fast apply) agree with the engine's own legal_actions, also on a
+    state resampled for a seat not to act (its cache must not carry over), and an illegal index is refused."""
+    from cardtable.envs.anemone_encoding import action_index
+
+    game = pyspiel.load_game(GAME_NAME, {"players": players, "rounds": 2})
+    rng = random.Random(players)
+    state = game.new_initial_state()
+    sampler = pyspiel.UniformProbabilitySampler(0.0, 1.0)
+    while not state.is_terminal():
+        if state.is_chance_node():
+            state.apply_action(rng.choice([a for a, _ in state.chance_outcomes()]))
+            continue
+        seat = state.current_player()
+        hand = state.core.match.hand
+        legal = state.legal_actions()
+        assert legal == sorted(action_index(a) for a in hand.legal_actions(seat))
+        other = (seat + 1) % players
+        sample = state.resample_from_infostate(other, sampler)
+        sample_hand = sample.core.match.hand
+        assert sample.legal_actions() == sorted(action_index(a) for a in sample_hand.legal_actions(seat))
+        illegal = next(i for i in range(game.num_distinct_actions()) if i not in legal)
+        with pytest.raises(ValueError):
+            state.apply_action(illegal)
+        assert state.legal_actions() == legal
+        state.apply_action(rng.choice(legal))
+    assert sum(state.returns()) > 0

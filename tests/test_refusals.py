@@ -23,7 +23,8 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "cardtable"
 CATALOGUES = SRC / "web" / "static" / "i18n" / "codes"
 PILE_KINDS = {"nerts", "waste", "stock", "work", "foundation"}
 
-# A code appears in the source as code="x.y", TableError(status, "x.y", ...) or refusal_message(kind, reason, "x.y").
+# A code appears in the source as code="x.y", TableError(status, "x.y", ...), AccountError(status, "x.y", ...) or
+# refusal_message(kind, reason, "x.y").
 _CODE_LITERAL = re.compile(r'code="([a-z_]+\.[a-z_]+)"|"([a-z]+\.[a-z_]+)"')
 
 
@@ -36,7 +37,7 @@ def source_codes() -> dict[str, list[str]]:
         text = path.read_text()
         for match in re.finditer(r'code="([a-z_]+\.[a-z_]+)"', text):
             found.setdefault(match.group(1), []).append(path.name)
-        for match in re.finditer(r'TableError\(\s*\d+,\s*"([a-z_]+\.[a-z_]+)"', text):
+        for match in re.finditer(r'(?:TableError|AccountError)\(\s*\d+,\s*"([a-z_]+\.[a-z_]+)"', text):
             found.setdefault(match.group(1), []).append(path.name)
         for match in re.finditer(r'refusal(?:_message)?\(\s*(?:"[a-z]+",\s*)?(?:f?"[^"]*"|[a-z_.()]+),\s*"([a-z_]+\.[a-z_]+)"',
                                  text):
@@ -271,3 +272,45 @@ def test_korean_and_japanese_wording_has_no_latin_letters(lang: str) -> None:
     for code, text in load(lang).items():
         bare = re.sub(r"\{[a-z_]+\}", "", text)
         assert not re.search(r"[A-Za-z]", bare), (lang, code, text)
+
+
+# -- the account and player refusals of the HTTP API ----------------------------------------------------------
+
+
+def test_account_and_player_refusals_carry_their_registered_params(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from argon2 import PasswordHasher
+    from starlette.testclient import TestClient
+
+    from cardtable.server import accounts
+    from cardtable.server.app import create_app
+
+    monkeypatch.setattr(accounts, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
+    origin = {"Origin": "http://testserver"}
+    seen: dict[str, int] = {}
+    with TestClient(create_app(f"sqlite+aiosqlite:///{tmp_path / 'codes.db'}")) as client:
+        def refused(response: Any) -> None:
+            body = response.json()
+            assert response.status_code >= 400 and set(body) == {"detail", "code", "params"}, body
+            assert body["code"] in CODES and set(body["params"]) == set(PARAMS[body["code"]]), body
+            render(body["code"], body["params"])  # the English template fills from what is sent
+            seen[body["code"]] = seen.get(body["code"], 0) + 1
+
+        def sign_up(name: str, password: str = "long enough", headers: dict[str, str] = origin) -> Any:
+            return client.post("/api/accounts", json={"name": name, "password": password}, headers=headers)
+
+        assert sign_up("Mina").status_code == 201
+        for bad in ("", "x" * 40, "a  b", "a<b"):
+            refused(sign_up(bad))
+        refused(sign_up("MINA"))
+        refused(sign_up("Other", "short"))
+        refused(sign_up("Other", headers={"Origin": "http://elsewhere.example"}))
+        refused(client.post("/api/session", json={"name": "Mina", "password": "wrong password"}, headers=origin))
+        client.cookies.clear()
+        refused(client.get("/api/me"))
+        refused(client.get("/api/players/nobody-here"))
+        refused(client.get("/api/players/Mina/matches?before=garbage"))
+        for _ in range(6):
+            client.post("/api/session", json={"name": "Mina", "password": "wrong again!"}, headers=origin)
+        refused(client.post("/api/session", json={"name": "Mina", "password": "wrong again!"}, headers=origin))
+    assert {code for code in CODES if code.startswith(("account.", "player."))} <= set(seen), seen

@@ -30,6 +30,11 @@ def serve(
         str | None,
         typer.Option(help="Database URL (default: a SQLite file in your data folder; postgresql+asyncpg://... works)."),
     ] = None,
+    redis: Annotated[
+        str | None,
+        typer.Option(help="Redis URL (redis://HOST:6379/0): run as one of several processes sharing --db "
+                          "(PostgreSQL); see docs/deploy.md."),
+    ] = None,
     **settings: Any,
 ) -> None:
     """Host tables for people and bots: the lobby and both games at http://HOST:PORT/. Every setting is also an
@@ -39,7 +44,7 @@ def serve(
 
     shown = f"[{host}]" if ":" in host else host
     console.print(f"cardtable: open [bold]http://{shown}:{port}/[/bold] in your browser (Ctrl+C stops the server)")
-    run_server(host=host, port=port, db=db, settings=settings_from_env(**given(settings)))
+    run_server(host=host, port=port, db=db, redis=redis, settings=settings_from_env(**given(settings)))
 
 
 def _print_result(result: ReplayResult, seats: list[records.Seat]) -> None:

@@ -35,6 +35,7 @@ from cardtable.envs import anemone_encoding as enc
 from cardtable.games.anemone import (
     CODE,
     POINTS_OF,
+    SUIT_OF,
     AnemoneMatch,
     AnemoneOptions,
     AnemoneState,
@@ -70,6 +71,27 @@ _GAME_TYPE = pyspiel.GameType(
 
 def _points_in_game(players: int) -> int:
     return sum(POINTS_OF[card] for card in game_cards(players))
+
+
+def _action_string(index: int) -> str:
+    act = enc.index_action(index)
+    if act["type"] == "discard":
+        return f"discard {act['card']}"
+    spent = "".join(f"+{f}" for f in act["anemones"])
+    return f"play {act['card']}{spent}"
+
+
+_ACTION_STRINGS = tuple(_action_string(i) for i in range(enc.NUM_ACTIONS))
+"""Each player action as text (``play 7C+1+2``, ``discard 10F``), by index."""
+_SPEND_COUNT = len(enc.SPENDS)
+_SPENDS_HELD: dict[tuple[int, int], list[tuple[int, tuple[int, ...]]]] = {
+    (ones, twos): sorted(
+        (enc.spend_index(i, j), (1,) * i + (2,) * j) for i in range(ones + 1) for j in range(twos + 1)
+    )
+    for ones, twos in enc.SPENDS
+}
+"""For the faces a seat holds (``ones`` +1s, ``twos`` +2s): every way to spend some of them, as (spend index,
+faces sorted), in index order."""
 
 
 class EnemyAnemoneGame(pyspiel.Game):
@@ -115,7 +137,7 @@ class EnemyAnemoneGame(pyspiel.Game):
 class _Core:
     """The state's Python side, copied quickly (OpenSpiel clones a state by deep-copying its attributes)."""
 
-    __slots__ = ("dealt", "leader", "match", "ms", "player", "private", "public", "rewards")
+    __slots__ = ("dealt", "leader", "legal", "match", "ms", "player", "private", "public", "rewards")
 
     def __init__(self, options: AnemoneOptions) -> None:
         self.match = AnemoneMatch(options)
@@ -126,6 +148,9 @@ class _Core:
         self.player = _CHANCE  # the player to act, kept up to date by the state
         self.private: list[list[tuple[int, str]]] = [[] for _ in range(options.players)]
         self.rewards = [0.0] * options.players
+        # the legal moves of the position, by action index (computed once per position, never mutated: copies
+        # share it); None until asked for
+        self.legal: dict[int, tuple[bool, int, tuple[int, ...]]] | None = None
 
     def __deepcopy__(self, memo: dict[int, Any]) -> _Core:
         other = _Core.__new__(_Core)
@@ -144,12 +169,14 @@ class _Core:
         other.player = self.player
         other.private = [p[:] for p in self.private]
         other.rewards = self.rewards[:]
+        other.legal = self.legal
         return other
 
     def __getstate__(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}
+        return {name: getattr(self, name) for name in self.__slots__ if name != "legal"}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        self.legal = None
         for name, value in state.items():
             setattr(self, name, value)
 
@@ -187,21 +214,38 @@ class EnemyAnemoneState(pyspiel.State):
         """The seat to act, ``pyspiel.PlayerId.CHANCE`` while dealing, ``TERMINAL`` once the match is over."""
         return self.core.player
 
+    def _legal_moves(self) -> dict[int, tuple[bool, int, tuple[int, ...]]]:
+        """The engine's legal moves of the seat to act (``(is a play, card, faces)``, as
+        :meth:`AnemoneState.moves` lists them) by action index, in index order; cached until the next action
+        (empty while dealing or once over)."""
+        core = self.core
+        legal = core.legal
+        if legal is None:
+            legal = {}
+            hand = self._hand()
+            if hand is not None and not hand.over:
+                mask = hand.mask
+                held = hand.hands[hand.turn]
+                playable = sorted(card for card in held if not (mask >> SUIT_OF[card]) & 1)
+                if playable:
+                    faces = hand.anem[hand.turn]
+                    ones = faces.count(1)
+                    spends = _SPENDS_HELD[ones, len(faces) - ones]
+                    for card in playable:
+                        base = card * _SPEND_COUNT
+                        for spend, sub in spends:
+                            legal[base + spend] = (True, card, sub)
+                else:
+                    for card in sorted(held):
+                        legal[enc.PLAYS + card] = (False, card, ())
+            core.legal = legal
+        return legal
+
     def _legal_actions(self, player: int) -> list[int]:
         hand = self._hand()
         if hand is None or player != hand.turn:
             return []
-        # the engine's own move list ((is a play, card, faces) for each legal action), indexed
-        spends = len(enc.SPENDS)
-        indices = []
-        for is_play, card, faces in hand.moves():
-            if is_play:
-                ones = faces.count(1)
-                indices.append(card * spends + enc.spend_index(ones, len(faces) - ones))
-            else:
-                indices.append(enc.PLAYS + card)
-        indices.sort()
-        return indices
+        return list(self._legal_moves())
 
     def chance_outcomes(self) -> list[tuple[int, float]]:
         """The cards not yet dealt, equally likely (or the seats, for the leader draw)."""
@@ -218,18 +262,24 @@ class EnemyAnemoneState(pyspiel.State):
         if core.player == _CHANCE:
             self._deal(int(action))  # a hand's rewards stay until the next seat acts
             return
-        core.rewards = [0.0] * self._options.players
         hand = core.match.hand
         assert hand is not None
-        seat = hand.to_act()[0]
-        record_action = enc.index_action(int(action))
-        events = hand.apply(seat, record_action, core.ms)
+        seat = hand.turn
+        move = self._legal_moves().get(int(action))
+        if move is None:
+            raise ValueError(f"action {action} is not legal for seat {seat} here")
+        core.rewards = [0.0] * self._options.players
+        core.legal = None
+        # the engine's step, as its apply does after checking (the events are only needed for the 2-seat draws)
+        events: list[dict[str, Any]] | None = [] if hand.deck else None
+        hand.step(move[0], move[1], move[2], events)
+        hand._last_ms = core.ms
         core.ms += 1000
         core.public.append((seat, int(action)))
-        for event in events:
+        for event in events or ():
             if event["type"] == "drew":
                 core.private[event["seat"]].append((len(core.public), f"drew:{','.join(event['cards'])}"))
-        if hand.is_over:
+        if hand.over:
             result = core.match.finish_hand()
             core.rewards = [float(points) for points in result.scores]
             core.public.append(f"end:{','.join(str(p) for p in result.scores)}")
@@ -250,6 +300,7 @@ class EnemyAnemoneState(pyspiel.State):
 
     def _deal(self, outcome: int) -> None:
         core = self.core
+        core.legal = None
         players = self._options.players
         size = hand_size(players)
         if len(core.dealt) < self._deal_size():
@@ -278,15 +329,11 @@ class EnemyAnemoneState(pyspiel.State):
             if len(self.core.dealt) >= self._deal_size():
                 return f"leader:{action}"
             return f"deal:{CODE[action]}"
-        act = enc.index_action(action)
-        if act["type"] == "discard":
-            return f"discard {act['card']}"
-        spent = "".join(f"+{f}" for f in act["anemones"])
-        return f"play {act['card']}{spent}"
+        return _ACTION_STRINGS[action]
 
     def is_terminal(self) -> bool:
         """True once every hand of the match has been played."""
-        return bool(self.core.match.is_over)
+        return self.core.player == _TERMINAL
 
     def returns(self) -> list[float]:
         """The match totals so far (points of the finished hands), per seat."""
@@ -311,22 +358,21 @@ class EnemyAnemoneState(pyspiel.State):
         rng = random.Random(seed)
         hands, deck = Determinizer(view).sample(rng)
         round_start = _round_start(state.core.public)
+        # each seat's cards played or discarded this hand (public)
+        played: list[list[int]] = [[] for _ in range(self._options.players)]
+        for trick in [(hand.trick, hand.tdisc), *((t[1], t[2]) for t in hand.history)]:
+            for entries in trick:
+                for entry in entries:
+                    played[entry[0]].append(entry[1])
         for seat in range(self._options.players):
             if seat == player_id:
                 continue
             hand.hands[seat] = hands[seat]
-            played = [
-                entry["card"] for entry in view["trick"] + view["trick_discards"] if entry["seat"] == seat
-            ] + [
-                entry["card"]
-                for trick in view["tricks"]
-                for entry in trick["plays"] + trick["discards"]
-                if entry["seat"] == seat
-            ]
-            held = sorted([CODE[c] for c in hands[seat]] + played)
+            held = sorted(CODE[c] for c in hands[seat] + played[seat])
             kept = [(i, token) for i, token in state.core.private[seat] if i < round_start]
             kept.append((round_start, "held:" + ",".join(held)))
             state.core.private[seat] = kept
+        state.core.legal = None
         hand.deck = deck
         return state
 
@@ -405,7 +451,7 @@ class AnemoneObserver:
         """The information state (everything ``player`` has seen, in order) or the observation as text."""
         core = state.core
         hand = core.match.hand
-        own = ",".join(hand.view(player)["hand"]) if hand is not None else ""
+        own = ",".join(CODE[c] for c in sorted(hand.hands[player])) if hand is not None else ""
         if self.perfect_recall:
             tokens = [
                 token if isinstance(token, str) else f"{token[0]}:{state._action_to_string(token[0], token[1])}"
@@ -458,8 +504,11 @@ class CardtableBot(pyspiel.Bot):
         """Nothing to remember."""
 
 
-def ismcts_bot(game: EnemyAnemoneGame, simulations: int, uct_c: float = 10.0, seed: int = 0) -> pyspiel.Bot:
-    """OpenSpiel's own ``ISMCTSBot`` (random-rollout evaluator, UCT, most visited move) for this game.
+def ismcts_bot(
+    game: EnemyAnemoneGame, simulations: int, uct_c: float = 10.0, seed: int = 0, rollouts: int = 1
+) -> pyspiel.Bot:
+    """OpenSpiel's own ``ISMCTSBot`` (``RandomRolloutEvaluator`` with ``rollouts`` random rollouts, its default
+    1; UCT; the most visited move; no limit on world samples) for this game.
 
     ``uct_c`` is in points, the scale of the game's returns. OpenSpiel's Python ISMCTS keeps no memory between
     moves but does not say so to ``evaluate_bots``; the bot returned here does (``restart_at`` and
@@ -475,5 +524,5 @@ def ismcts_bot(game: EnemyAnemoneGame, simulations: int, uct_c: float = 10.0, se
             pass
 
     random_state = np.random.RandomState(seed)
-    evaluator = mcts.RandomRolloutEvaluator(1, random_state)
+    evaluator = mcts.RandomRolloutEvaluator(rollouts, random_state)
     return _Bot(game, evaluator, uct_c, simulations, random_state=random_state)

@@ -128,6 +128,16 @@ CODES: dict[str, str] = {
     "request.too_large": "The request is too large: at most {limit} bytes",
     "request.head_too_large": "The request's headers are too large: at most {limit} bytes",
     "table.create_limit": "Too many new tables from your address: at most {rate} a minute",
+    # -- accounts and players (docs/protocol.md, "Accounts and players") ------------------------------------
+    "account.name_invalid": "A name has 1 to {max} characters: letters, digits, spaces and - _ . '",
+    "account.name_taken": "That name is taken",
+    "account.password_invalid": "A password has {min} to {max} characters",
+    "account.bad_credentials": "Wrong name or password",
+    "account.rate_limited": "Too many tries: wait {retry_after_s} seconds",
+    "account.not_signed_in": "You are not signed in",
+    "account.cross_origin": "That request came from another site",
+    "player.unknown": "There is no player of that name",
+    "player.bad_cursor": "That page of matches is not known",
 }
 """Every refusal code and its English template, ``{param}`` placeholders filled from the refusal's params."""
 
@@ -219,6 +229,15 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "request.too_large": ("limit",),
     "request.head_too_large": ("limit",),
     "table.create_limit": ("rate",),
+    "account.name_invalid": ("max", "char"),
+    "account.name_taken": ("name",),
+    "account.password_invalid": ("min", "max"),
+    "account.bad_credentials": (),
+    "account.rate_limited": ("retry_after_s",),
+    "account.not_signed_in": (),
+    "account.cross_origin": (),
+    "player.unknown": ("name",),
+    "player.bad_cursor": (),
 }
 """The params each code carries, always all of them (a template shows some; the rest are for programs)."""
 

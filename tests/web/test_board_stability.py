@@ -166,3 +166,58 @@ def test_every_ace_out_fits(browser: Browser, server: str, w: int, h: int) -> No
         assert _inside(box, w, h), box
         assert box[2] >= 12, "foundation cards shrink, but stay visible"
     ctx.close()
+
+
+# Enemy Anemone: in a short, wide window (a phone held sideways) the table fills the window without scrolling, like
+# the Nerts board; elsewhere the page may scroll down but never sideways, and your hand fits the window's width.
+ANEMONE_JS = """
+() => {
+  const box = (el) => { const b = el.getBoundingClientRect(); return [b.left, b.top, b.width, b.height]; };
+  return {
+    scroll: [document.scrollingElement.scrollWidth, document.scrollingElement.scrollHeight],
+    hand: [...document.querySelectorAll('.handcards .ccard')].map(box),
+    board: document.querySelector('.aboardbox') ? box(document.querySelector('.aboardbox')) : null,
+    seats: document.querySelectorAll('.aseat').length,
+    overlay: !!document.querySelector('.overlay'),
+  };
+}
+"""
+
+
+@pytest.mark.parametrize(("w", "h"), [(844, 390), (390, 844), (1280, 720)], ids=["844x390", "390x844", "1280x720"])
+def test_enemy_anemone_fits_the_window(browser: Browser, server: str, w: int, h: int) -> None:
+    ctx = browser.new_context(viewport={"width": w, "height": h}, has_touch=w < 900)
+    page = ctx.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    for players in (2, 4, 6):
+        res = api(server, "POST", "/api/tables", {
+            "game": "anemone", "name": "ana", "seed": 70 + players, "options": {"players": players, "rounds": 1},
+            "seats": [{"kind": "open"}] + [{"kind": "bot", "bot": "heuristic"}] * (players - 1)})
+        tid, token = res["table"]["id"], res["token"]
+        api(server, "POST", f"/api/tables/{tid}/start", {"token": token})
+        sit(page, server, tid, res["seat"], token)
+        page.wait_for_selector(".handcards .ccard", timeout=15000)
+        samples = 0
+        end = time.monotonic() + MAX_SECONDS
+        while time.monotonic() < end and samples < 8:
+            s = page.evaluate(ANEMONE_JS)
+            if s["overlay"] or not s["hand"]:
+                page.wait_for_timeout(250)
+                continue
+            samples += 1
+            assert s["seats"] == players
+            assert s["scroll"][0] <= w, ("the page scrolls sideways", s["scroll"])
+            if (w, h) == (844, 390):
+                assert s["scroll"][1] <= h, ("the page scrolls", s["scroll"], players)
+                assert s["board"][3] >= 100, ("the board is squeezed", s["board"])
+                for card in s["hand"]:
+                    assert _inside(card, w, h), ("a card of your hand leaves the window", card)
+            for card in s["hand"]:
+                assert card[0] >= -0.5 and card[0] + card[2] <= w + 0.5, ("your hand is wider than the window", card)
+            # this seat plays too (a card the page marks playable), so tricks, anemones and score piles grow
+            page.evaluate("() => document.querySelector('.handcards .ccard.playable, .handcards .ccard.discardable')?.click()")
+            page.wait_for_timeout(300)
+        assert samples >= 4, f"too few samples with {players} seats"
+    assert not errors, errors
+    ctx.close()

@@ -24,9 +24,10 @@ import secrets
 import time
 import unicodedata
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -44,6 +45,8 @@ from cardtable.server.store import Store
 from cardtable.server.tokens import hash_token
 
 if TYPE_CHECKING:
+    from cardtable.server.cluster import RemoteTable
+    from cardtable.server.counters import SharedLimiter
     from cardtable.server.table import Table
 
 router = APIRouter(prefix="/api", tags=["accounts"])
@@ -122,12 +125,14 @@ def clean_name(raw: str) -> str:
     long, has characters other than letters, marks, digits and `` -_.'``, or a double space."""
     name = unicodedata.normalize("NFKC", raw).strip()
     if not 1 <= len(name) <= NAME_MAX:
-        raise AccountError(422, "account.name_invalid", f"a name has 1 to {NAME_MAX} characters", max=NAME_MAX)
+        raise AccountError(422, "account.name_invalid", f"a name has 1 to {NAME_MAX} characters", max=NAME_MAX,
+                           char=None)
     for ch in name:
         if unicodedata.category(ch)[0] not in "LMN" and ch not in _NAME_PUNCTUATION:
             raise AccountError(422, "account.name_invalid", f"a name may not contain {ch!r}", char=ch, max=NAME_MAX)
     if "  " in name:
-        raise AccountError(422, "account.name_invalid", "a name may not contain two spaces in a row", max=NAME_MAX)
+        raise AccountError(422, "account.name_invalid", "a name may not contain two spaces in a row", max=NAME_MAX,
+                           char=None)
     return name
 
 
@@ -168,6 +173,19 @@ class Limiter:
         """Forget ``key``'s failures (after a successful sign-in)."""
         self._failures.pop(key, None)
 
+    # The routes call these; with several processes a ``counters.SharedLimiter`` answers them from Redis instead.
+    async def check(self, key: str, limit: int) -> int:
+        """:meth:`wait_s`, awaited."""
+        return self.wait_s(key, limit)
+
+    async def note_failure(self, key: str) -> None:
+        """:meth:`fail`, awaited."""
+        self.fail(key)
+
+    async def forget(self, key: str) -> None:
+        """:meth:`clear`, awaited."""
+        self.clear(key)
+
 
 # -- request bodies -----------------------------------------------------------------------------------------
 
@@ -186,8 +204,8 @@ def _store(request: Request) -> Store:
     return store
 
 
-def _limiter(request: Request) -> Limiter:
-    limiter: Limiter | None = getattr(request.app.state, "sign_in_limiter", None)
+def _limiter(request: Request) -> Limiter | SharedLimiter:
+    limiter: Limiter | SharedLimiter | None = getattr(request.app.state, "sign_in_limiter", None)
     if limiter is None:
         limiter = request.app.state.sign_in_limiter = Limiter()
     return limiter
@@ -279,7 +297,7 @@ async def sign_up(body: Credentials, request: Request, response: Response) -> di
     check_origin(request, always=True)
     address = "signup:" + (request.client.host if request.client else "?")
     limiter = _limiter(request)
-    wait = limiter.wait_s(address, MAX_SIGN_UPS_PER_ADDRESS)
+    wait = await limiter.check(address, MAX_SIGN_UPS_PER_ADDRESS)
     if wait:
         raise AccountError(429, "account.rate_limited", f"too many new accounts: try again in {wait} s",
                            retry_after_s=wait)
@@ -290,7 +308,7 @@ async def sign_up(body: Credentials, request: Request, response: Response) -> di
     if not PASSWORD_MIN <= len(body.password) <= PASSWORD_MAX:
         raise AccountError(422, "account.password_invalid", f"a password has {PASSWORD_MIN} to {PASSWORD_MAX} characters",
                            min=PASSWORD_MIN, max=PASSWORD_MAX)
-    limiter.fail(address)
+    await limiter.note_failure(address)
     password_hash = await asyncio.to_thread(_hasher.hash, body.password)
     made: list[int] = []
 
@@ -318,8 +336,8 @@ async def sign_in(body: Credentials, request: Request, response: Response) -> di
     limiter = _limiter(request)
     key = name_key(body.name.strip())[:200]
     address = request.client.host if request.client else "?"
-    wait = max(limiter.wait_s("name:" + key, MAX_FAILURES_PER_NAME),
-               limiter.wait_s("addr:" + address, MAX_FAILURES_PER_ADDRESS))
+    wait = max(await limiter.check("name:" + key, MAX_FAILURES_PER_NAME),
+               await limiter.check("addr:" + address, MAX_FAILURES_PER_ADDRESS))
     if wait:
         raise AccountError(429, "account.rate_limited", f"too many failed sign-ins: try again in {wait} s",
                            retry_after_s=wait)
@@ -334,10 +352,10 @@ async def sign_in(body: Credentials, request: Request, response: Response) -> di
     except (VerificationError, InvalidHashError):
         ok = False
     if row is None or not ok:
-        limiter.fail("name:" + key)
-        limiter.fail("addr:" + address)
+        await limiter.note_failure("name:" + key)
+        await limiter.note_failure("addr:" + address)
         raise AccountError(401, "account.bad_credentials", "wrong name or password")
-    limiter.clear("name:" + key)
+    await limiter.forget("name:" + key)
     _set_cookie(request, response, await _new_session(store, row.id))
     return _me(Account(row.id, row.name))
 
@@ -422,12 +440,14 @@ def _seat_token(key: bytes, table_id: str, seat: int, account_id: int) -> str:
     return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
-async def bind_seat(request: Request, table: Table, seat: int, token: str) -> str:
+async def bind_seat(request: Request, table: Table | RemoteTable, seat: int, token: str) -> str:
     """Tie ``seat`` at ``table``, just taken with ``token``, to the signed-in account (if any): the seat takes
     the account's name and a token derived from the account, which is returned (a guest's ``token`` comes back
-    unchanged). A cookie sent from another site is not honoured: that seat stays a guest's."""
-    if COOKIE not in request.cookies or not same_origin(request):
+    unchanged). A cookie sent from another site is not honoured: that seat stays a guest's. Neither is a seat
+    taken at a table another server process owns (``RemoteTable``, ``docs/deploy.md``)."""
+    if COOKIE not in request.cookies or not same_origin(request) or getattr(table, "remote", False):
         return token
+    table = cast("Table", table)
     account = await current_account(request)
     if account is None:
         return token
@@ -439,6 +459,7 @@ async def bind_seat(request: Request, table: Table, seat: int, token: str) -> st
         if row.kind != "person" or row.token_hash != hash_token(token):
             return
         row.name, row.token_hash = account.name, hash_token(derived)
+        table.seats[seat].account = (row.token_hash, account.name)
         await store.update_seat(table.id, row)
 
         def fn(conn: Connection) -> None:
@@ -451,6 +472,55 @@ async def bind_seat(request: Request, table: Table, seat: int, token: str) -> st
 
     await table.submit_call(go)
     return derived
+
+
+_IN_CHUNK = 500
+"""Table ids per ``IN (...)`` query (well under SQLite's bound-parameter limit)."""
+
+
+async def restore_seat_accounts(store: Store, tables: Mapping[str, Table]) -> None:
+    """After a restart, mark the seats of the live ``tables`` (by id) that are tied to an account, as
+    :func:`bind_seat` did, so that ``TABLE`` names their account again. A seat counts only while its token hash is
+    still the account's derived token (a seat left and taken by someone else is not marked)."""
+    sa, a = ps.seat_accounts, ps.accounts
+    ids = list(tables)
+    key = await _seat_key(store)
+    async with store.engine.connect() as conn:
+        for start in range(0, len(ids), _IN_CHUNK):
+            rows = (await conn.execute(
+                select(sa.c.table_id, sa.c.seat, sa.c.account_id, a.c.name).join(a, a.c.id == sa.c.account_id)
+                .where(sa.c.table_id.in_(ids[start:start + _IN_CHUNK]), a.c.deleted == 0))).all()
+            for row in rows:
+                table = tables[row.table_id]
+                if row.seat >= len(table.seats):
+                    continue
+                state = table.seats[row.seat]
+                token_hash = hash_token(_seat_token(key, row.table_id, row.seat, row.account_id))
+                if state.row.token_hash == token_hash and row.name is not None:
+                    state.account = (token_hash, row.name)
+
+
+async def mark_finished_accounts(store: Store, tables: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Set ``account`` on the seats of finished ``TABLE`` dicts whose player has an account, from the match
+    results: the name the player's page goes by (a person's account, or a bot level's spec); ``None`` for guests
+    and deleted players. Tables of other statuses are left as they are. Returns ``tables``."""
+    ended = {t["id"]: t for t in tables if t.get("status") in ("finished", "abandoned")}
+    if not ended:
+        return tables
+    m, a = ps.match_seats, ps.accounts
+    names: dict[tuple[str, int], str] = {}
+    ids = list(ended)
+    async with store.engine.connect() as conn:
+        for start in range(0, len(ids), _IN_CHUNK):
+            rows = (await conn.execute(
+                select(m.c.table_id, m.c.seat, a.c.name).join(a, a.c.id == m.c.account_id)
+                .where(m.c.table_id.in_(ids[start:start + _IN_CHUNK]), a.c.deleted == 0))).all()
+            names.update({(row.table_id, row.seat): row.name for row in rows if row.name is not None})
+    for table_id, table in ended.items():
+        for seat in table.get("seats", []):
+            if seat.get("kind") in ("person", "bot"):
+                seat["account"] = names.get((table_id, seat["seat"]))
+    return tables
 
 
 @router.get("/me/seats", responses=error_responses(401))

@@ -6,6 +6,8 @@ Environment variables set server-wide knobs (see :func:`settings_from_env`).
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import gc
 import logging
 import os
@@ -24,6 +26,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from cardtable.server import accounts, players
 from cardtable.server import bots as server_bots
+from cardtable.server.cluster import Cluster, ClusterSettings
+from cardtable.server.counters import SharedLimiter
 from cardtable.server.guard import BodyGuard, describe_validation_errors, error_body, guarded_h11
 from cardtable.server.lobby import router
 from cardtable.server.manager import Manager
@@ -35,21 +39,41 @@ from cardtable.server.ws import table_socket
 STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
 
 
-def create_app(db: str | None = None, settings: Settings | None = None) -> FastAPI:
+def cluster_settings_from_env() -> ClusterSettings:
+    """:class:`ClusterSettings` from ``CARDTABLE_LEASE_MS`` (default 5000), ``CARDTABLE_SWEEP_S`` (2) and
+    ``CARDTABLE_CALL_TIMEOUT_S`` (10); ``ValueError`` for a value that is not a number."""
+    out = ClusterSettings()
+    for attr in (f.name for f in dataclasses.fields(ClusterSettings)):
+        var = f"CARDTABLE_{attr.upper()}"
+        if var in os.environ:
+            setattr(out, attr, type(getattr(out, attr))(float(os.environ[var])))
+    return out
+
+
+def create_app(db: str | None = None, settings: Settings | None = None, redis: str | None = None) -> FastAPI:
     """The app: opens the database at ``db`` (default: SQLite in the user's data folder) when it starts, applies
-    the migrations and rebuilds every unfinished table from its record."""
+    the migrations and rebuilds every unfinished table from its record. With ``redis`` (``redis://HOST:PORT/DB``)
+    the process is one of several sharing the database (``server/cluster.py``, ``docs/deploy.md``)."""
     settings = settings or settings_from_env()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        store = await Store.open(db)
-        manager = await Manager.open(store, settings)
+        store = await Store.open(db, cluster=redis is not None)
+        cluster = None
+        if redis is not None:
+            cluster = await Cluster.open(redis, store, cluster_settings_from_env())
+        manager = await Manager.open(store, settings, cluster)
+        if cluster is not None:  # sign-in limits over every process
+            app.state.sign_in_limiter = SharedLimiter(cluster.limits, accounts.FAILURE_WINDOW_S)
+        await accounts.restore_seat_accounts(store, manager.tables)
         app.state.store = store
         app.state.manager = manager
         try:
             yield
         finally:
             await manager.close()
+            if cluster is not None:
+                await cluster.close()
             await store.close()
             server_bots.shutdown_pool()
 
@@ -106,9 +130,33 @@ def uvicorn_config(app: FastAPI, host: str, port: int, settings: Settings) -> An
     )
 
 
-def serve(host: str = "127.0.0.1", port: int = 8000, db: str | None = None, settings: Settings | None = None) -> None:
+def hand_over_server(config: Any, app: FastAPI) -> Any:
+    """The ``uvicorn.Server`` of :func:`serve` for one of several processes: on SIGTERM or SIGINT it first hands
+    ``app``'s tables over (``Cluster.hand_over``: leases released, connections closed with 1012), then stops."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            manager = getattr(app.state, "manager", None)
+            cluster = getattr(manager, "cluster", None)
+            if cluster is None or cluster.draining or self.should_exit:
+                super().handle_exit(sig, frame)
+                return
+            loop = asyncio.get_event_loop()
+
+            def start() -> None:
+                task = loop.create_task(cluster.hand_over())
+                task.add_done_callback(lambda _: uvicorn.Server.handle_exit(self, sig, frame))
+
+            loop.call_soon_threadsafe(start)
+
+    return Server(config)
+
+
+def serve(host: str = "127.0.0.1", port: int = 8000, db: str | None = None, settings: Settings | None = None,
+          redis: str | None = None) -> None:
     """Run the server with uvicorn until interrupted (``cardtable serve``), with the HTTP limits of ``settings``
-    (default :func:`settings_from_env`; ``docs/deploy.md``)."""
+    (default :func:`settings_from_env`; ``docs/deploy.md``); with ``redis``, as one of several processes."""
     import uvicorn
 
     settings = settings or settings_from_env()
@@ -126,4 +174,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, db: str | None = None, sett
     gc.freeze()
     gc.set_threshold(*thresholds)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    uvicorn.Server(uvicorn_config(create_app(db, settings), host, port, settings)).run()
+    app = create_app(db, settings, redis)
+    config = uvicorn_config(app, host, port, settings)
+    server = hand_over_server(config, app) if redis else uvicorn.Server(config)
+    server.run()

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cardtable import bots
 from cardtable.games import game_names, get_game
-from cardtable.server.accounts import bind_seat
+from cardtable.server.accounts import bind_seat, mark_finished_accounts
 from cardtable.server.guard import error_responses as _errors
 from cardtable.server.manager import PLAY_NOW_BOTS, Manager
 from cardtable.server.players import play_now_bot
@@ -115,7 +115,7 @@ async def play_now(body: PlayNow, request: Request) -> dict[str, Any]:
     the game gets bots of the level nearest their rating instead (``docs/protocol.md``, "Accounts and players").
     Counted like a new table against the address's ``creates_per_minute`` (``429`` beyond)."""
     manager = _manager(request)
-    manager.allow_create(request.client.host if request.client else "?")
+    await manager.check_create(request.client.host if request.client else "?")
     bot = await play_now_bot(request, body.game, PLAY_NOW_BOTS.get(body.game, ""))
     table, seat, token = await manager.play_now(body.game, body.name, bot or None)
     token = await bind_seat(request, table, seat, token)
@@ -128,7 +128,7 @@ async def create_table(body: CreateTable, request: Request) -> dict[str, Any]:
     ``creates_per_minute`` tables a minute (burst ``create_burst``), beyond that ``429``."""
     seats = None if body.seats is None else [s.model_dump() for s in body.seats]
     manager = _manager(request)
-    manager.allow_create(request.client.host if request.client else "?")
+    await manager.check_create(request.client.host if request.client else "?")
     table, seat, token = await manager.create(
         body.game, body.options, seats, body.name, body.seed, body.grace_seconds, body.autostart
     )
@@ -152,13 +152,13 @@ async def list_tables(
     tables, after = await _manager(request).list_tables(status, limit, cursor)
     if after is not None:
         response.headers["X-Next-Cursor"] = after
-    return tables
+    return await mark_finished_accounts(request.app.state.store, tables)
 
 
 @router.get("/tables/{table_id}", responses=_errors(404))
 async def table_info(table_id: str, request: Request) -> dict[str, Any]:
     """One table."""
-    return await _manager(request).table_dict(table_id)
+    return (await mark_finished_accounts(request.app.state.store, [await _manager(request).table_dict(table_id)]))[0]
 
 
 @router.post("/tables/{table_id}/join", responses=_errors(404, 409, 413, 422))
@@ -200,4 +200,4 @@ async def finished_tables(request: Request, response: Response, limit: Limit = N
     tables, after = await _manager(request).list_tables("finished", limit, cursor)
     if after is not None:
         response.headers["X-Next-Cursor"] = after
-    return tables
+    return await mark_finished_accounts(request.app.state.store, tables)

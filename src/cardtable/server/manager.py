@@ -13,7 +13,7 @@ import logging
 import random
 import time
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cardtable import bots, records
 from cardtable.engine import HandState
@@ -24,6 +24,9 @@ from cardtable.server.play import Peer
 from cardtable.server.store import SeatRow, Store, TableRow
 from cardtable.server.table import STANDIN_BOTS, Settings, Table, TableError, now_iso
 from cardtable.server.tokens import hash_token, new_table_id, new_token, token_matches
+
+if TYPE_CHECKING:
+    from cardtable.server.cluster import Cluster, RemoteTable
 
 ENDED = ("finished", "abandoned")
 """Statuses of tables whose record is published; ``abandoned``: in play with no person connected too long."""
@@ -86,27 +89,43 @@ class Manager:
         self.sockets: Counter[str] = Counter()
         """Open WebSocket connections per client address (at most ``max_sockets_per_address``)."""
         self._play_now_lock = asyncio.Lock()
+        self.cluster: Cluster | None = None
+        """Set when this process is one of several (``--redis``, ``server/cluster.py``)."""
 
     @classmethod
-    async def open(cls, store: Store, settings: Settings) -> Manager:
-        """A manager with every unfinished table rebuilt from its record and running again."""
+    async def open(cls, store: Store, settings: Settings, cluster: Cluster | None = None) -> Manager:
+        """A manager with every unfinished table rebuilt from its record and running again. With a ``cluster``
+        no table is rebuilt here: the cluster takes each table nobody owns (its sweep, or the first request)."""
         manager = cls(store, settings)
-        for row in await store.load_tables(statuses=("open", "playing"), with_hands=True):
-            try:
-                table = Table(row, get_game(row.game), store, settings)
-                table.fold()
-            except ValueError:
-                log.exception("table %s: its record does not replay; left out", row.id)
-                continue
-            manager.tables[row.id] = table
-            table.start_owner()
-            if table.status == "open" and manager.only_bots_besides_one_person(table):
-                manager.arm_autostart(table, settings.solo_start_s, on_hello=True)
+        manager.cluster = cluster
+        if cluster is None:
+            for row in await store.load_tables(statuses=("open", "playing"), with_hands=True):
+                manager.restore(row)
+        else:
+            cluster.attach(manager)
         manager._sweeper = asyncio.create_task(manager._sweep_loop(), name="cardtable-expiry")
         return manager
 
+    def restore(self, row: TableRow) -> Table | None:
+        """Rebuild a stored table (loaded with its hands) from its record and start its owner here; ``None``
+        (logged) when the record does not replay."""
+        try:
+            table = Table(row, get_game(row.game), self.store, self.settings)
+            table.fold()
+        except ValueError:
+            log.exception("table %s: its record does not replay; left out", row.id)
+            return None
+        self.tables[row.id] = table
+        table.start_owner()
+        if table.status == "open" and self.only_bots_besides_one_person(table):
+            self.arm_autostart(table, self.settings.solo_start_s, on_hello=True)
+        return table
+
     async def close(self) -> None:
-        """Stop the expiry sweep and every table's owner (their records are already stored)."""
+        """Stop the expiry sweep and every table's owner (their records are already stored); with a cluster, hand
+        the tables over first (``Cluster.hand_over``)."""
+        if self.cluster is not None:
+            await self.cluster.hand_over()
         if self._sweeper is not None:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -185,6 +204,18 @@ class Manager:
             raise TableError(429, "table.create_limit", f"too many new tables from your address: at most {rate} a "
                                                         "minute", {"rate": rate})
 
+    async def check_create(self, address: str) -> None:
+        """:meth:`allow_create`, counted over every process with a cluster (a token bucket in Redis)."""
+        if self.cluster is None:
+            self.allow_create(address)
+            return
+        settings = self.settings
+        if not await self.cluster.limits.allow_create(address, settings.creates_per_minute / 60.0,
+                                                       settings.create_burst):
+            rate = f"{settings.creates_per_minute:g}"
+            raise TableError(429, "table.create_limit", f"too many new tables from your address: at most {rate} a "
+                                                        "minute", {"rate": rate})
+
     async def create(self, game: str, options: dict[str, Any], seats: list[dict[str, Any]] | None, name: str,
                      seed: int | None, grace_seconds: float | None, autostart: bool = True) -> tuple[Table, int, str]:
         """A new open table; the creator takes the first open seat. Returns the table, that seat and its token.
@@ -231,15 +262,25 @@ class Manager:
             grace_seconds=self.settings.default_grace_s if grace_seconds is None else grace_seconds,
             created=now_iso(), seats=rows,
         )
-        await self.store.insert_table(row)
+        if self.cluster is not None:
+            await self.cluster.claim_new(row.id)
+        try:
+            await self.store.insert_table(row)
+        except Exception:
+            if self.cluster is not None:
+                self.cluster.forget_new(row.id)
+            raise
         table = Table(row, info, self.store, self.settings)
         self.tables[row.id] = table
+        if self.cluster is not None:
+            self.cluster.adopt(table)
         table.start_owner()
         if autostart and self.only_bots_besides_one_person(table):
             self.arm_autostart(table, self.settings.solo_start_s, on_hello=True)
         return table, first_open.seat, token
 
-    async def play_now(self, game: str, name: str, bot: str | None = None) -> tuple[Table, int, str]:
+    async def play_now(self, game: str, name: str,
+                       bot: str | None = None) -> tuple[Table | RemoteTable, int, str]:
         """Seat ``name`` at once: at the oldest waiting table of ``game`` with a free seat (an open seat, or a bot
         seat a person may take), or else at a new 4-seat table against three medium bots (:data:`PLAY_NOW_BOTS`)
         that others may still join and that starts by itself after ``Settings.play_now_start_s``.
@@ -252,33 +293,59 @@ class Manager:
         if game not in PLAY_NOW_BOTS:
             raise TableError(422, "game.unknown", f"unknown game {game!r} (known: {', '.join(PLAY_NOW_BOTS)})",
                              {"game": game})
+        if self.cluster is not None:  # serialised over every process, tables from the database
+            async with self.cluster.lock(f"play:{game}"):
+                for row in await self.store.load_tables(statuses=("open",)):
+                    if row.game != game:
+                        continue
+                    try:
+                        return await self._play_join(row.id, name, bot)
+                    except TableError:
+                        continue  # full, started, or its owner is away: look further
+                return await self._play_now_new(game, name, bot)
         async with self._play_now_lock:
             for table in list(self.tables.values()):
-                if table.game != game or table.status != "open" or table.broken:
-                    continue
-                if not any(s.row.kind == "open" or (s.row.kind == "bot" and s.replaceable) for s in table.seats):
-                    continue
-                if bot is not None and any(s.row.kind == "bot" and s.row.bot != bot for s in table.seats):
+                if table.game != game:
                     continue
                 try:
-                    return await self.join(table.id, name, None)
+                    return await self._play_join(table.id, name, bot)
                 except TableError:
                     continue  # it filled or started meanwhile: look further
-            bot = bot or PLAY_NOW_BOTS[game]
-            seats = [{"kind": "open"}] + [{"kind": "bot", "bot": bot}] * (PLAY_NOW_SEATS - 1)
-            table, seat, token = await self.create(game, {"players": PLAY_NOW_SEATS}, seats, name, None, None,
-                                                   autostart=False)
+            return await self._play_now_new(game, name, bot)
 
-            async def mark() -> None:
-                table.play_now = True
-                for other in table.seats:
-                    if other.row.kind == "bot":
-                        other.replaceable = True
-                self.arm_autostart(table, self.settings.play_now_start_s, on_hello=False)
-                table.announce()
+    async def _play_join(self, table_id: str, name: str,
+                         bot: str | None) -> tuple[Table | RemoteTable, int, str]:
+        """Play now at ``table_id`` if it is a waiting table with a free seat (and, with ``bot``, no other bots);
+        ``TableError`` 409 when it is not."""
+        where = await self._where(table_id)
+        if not isinstance(where, Table):
+            return await self._remote(where, table_id, "play_join", {"name": name, "bot": bot})
+        table = where
+        if table.status != "open" or table.broken:
+            raise TableError(409, "table.started", "the game has already started")
+        if not any(s.row.kind == "open" or (s.row.kind == "bot" and s.replaceable) for s in table.seats):
+            raise TableError(409, "table.full", "the table is full")
+        if bot is not None and any(s.row.kind == "bot" and s.row.bot != bot for s in table.seats):
+            raise TableError(409, "table.full", "the table is full")
+        return await self.join(table.id, name, None)
 
-            await table.submit_call(mark)
-            return table, seat, token
+    async def _play_now_new(self, game: str, name: str, bot: str | None) -> tuple[Table, int, str]:
+        """A new Play now table for ``name`` against three ``bot`` (default the game's medium bot)."""
+        bot = bot or PLAY_NOW_BOTS[game]
+        seats = [{"kind": "open"}] + [{"kind": "bot", "bot": bot}] * (PLAY_NOW_SEATS - 1)
+        table, seat, token = await self.create(game, {"players": PLAY_NOW_SEATS}, seats, name, None, None,
+                                               autostart=False)
+
+        async def mark() -> None:
+            table.play_now = True
+            for other in table.seats:
+                if other.row.kind == "bot":
+                    other.replaceable = True
+            self.arm_autostart(table, self.settings.play_now_start_s, on_hello=False)
+            table.announce()
+
+        await table.submit_call(mark)
+        return table, seat, token
 
     @staticmethod
     def only_bots_besides_one_person(table: Table) -> bool:
@@ -295,6 +362,10 @@ class Manager:
         table.starts_at = time.time() + delay_s
         loop = asyncio.get_running_loop()
         table.autostart = loop.call_later(delay_s, lambda: table.submit_call(lambda: self._autostart(table)))
+
+    def disarm(self, table: Table) -> None:
+        """Cancel ``table``'s autostart (it is about to stop here)."""
+        self._disarm_autostart(table)
 
     @staticmethod
     def _disarm_autostart(table: Table) -> None:
@@ -332,10 +403,52 @@ class Manager:
             raise TableError(404, "table.not_found", f"no table {table_id!r}", {"table": table_id})
         return table
 
-    async def join(self, table_id: str, name: str, seat: int | None) -> tuple[Table, int, str]:
+    async def _where(self, table_id: str) -> Table | str:
+        """The live table ``table_id`` here or, with a cluster, the process that owns it (the table is taken here
+        if nobody owns it); ``TableError`` 404 when it is not live anywhere."""
+        table = self.tables.get(table_id)
+        if table is not None or self.cluster is None:
+            return self.live(table_id)
+        try:
+            where = await self.cluster.locate(table_id)
+        except Exception as error:  # Redis or the database away for a moment
+            raise TableError(503, "http.error", f"the table cannot be reached now: {error}", {"status": 503}) from None
+        if where is None:
+            raise TableError(404, "table.not_found", f"no table {table_id!r}", {"table": table_id})
+        return where
+
+    async def _remote(self, owner: str, table_id: str, method: str,
+                      args: dict[str, Any]) -> tuple[RemoteTable, int, str]:
+        from cardtable.server.cluster import RemoteTable
+
+        assert self.cluster is not None
+        result = await self.cluster.call(owner, table_id, method, args)
+        return RemoteTable(result["table"]), int(result.get("seat", -1)), str(result.get("token", ""))
+
+    async def run_local(self, method: str, table_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Run a lobby operation another process forwarded (``Cluster.call``) on a table owned here: ``join``
+        (``name``, ``seat``), ``play_join`` (``name``, ``bot``), ``leave`` or ``start`` (``token``). Returns
+        ``{"table": TABLE, "seat", "token"}`` (seat and token for the joins); ``TableError`` as the method."""
+        if method == "join":
+            table, seat, token = await self.join(table_id, str(args["name"]), args.get("seat"))
+        elif method == "play_join":
+            table, seat, token = await self._play_join(table_id, str(args["name"]), args.get("bot"))
+        elif method in ("leave", "start"):
+            done = await (self.leave if method == "leave" else self.start)(table_id, str(args["token"]))
+            return {"table": done.to_dict()}
+        else:
+            raise TableError(422, "request.invalid", f"unknown operation {method!r}",
+                             {"field": "method", "detail": "unknown"})
+        return {"table": table.to_dict(), "seat": seat, "token": token}
+
+    async def join(self, table_id: str, name: str, seat: int | None) -> tuple[Table | RemoteTable, int, str]:
         """Take ``seat`` (or the first open one, else the first bot seat a person may take, whose bot then leaves);
-        returns the table, the seat and its new token."""
-        table = self.live(table_id)
+        returns the table, the seat and its new token. With a cluster, a table owned by another process is joined
+        there (the answer's table is then a ``RemoteTable``)."""
+        where = await self._where(table_id)
+        if not isinstance(where, Table):
+            return await self._remote(where, table_id, "join", {"name": name, "seat": seat})
+        table = where
 
         async def take() -> tuple[int, str]:
             if table.status != "open":
@@ -373,11 +486,14 @@ class Manager:
                     return seat.row.seat
         raise TableError(403, "token.bad", "bad token: it holds no seat at this table")
 
-    async def leave(self, table_id: str, token: str) -> Table:
+    async def leave(self, table_id: str, token: str) -> Table | RemoteTable:
         """Give up the token's seat. Before the start it opens again (at a Play now table its bot comes back).
         After the start the stand-in bot plays it at once, with no grace wait; the token stays valid and the
         stand-in leaves when the person connects again with it."""
-        table = self.live(table_id)
+        where = await self._where(table_id)
+        if not isinstance(where, Table):
+            return (await self._remote(where, table_id, "leave", {"token": token}))[0]
+        table = where
 
         async def go() -> None:
             seat = table.seats[self.seat_of(table, token)]
@@ -407,9 +523,12 @@ class Manager:
         await table.submit_call(go)
         return table
 
-    async def start(self, table_id: str, token: str) -> Table:
+    async def start(self, table_id: str, token: str) -> Table | RemoteTable:
         """Start the game (a seated person, every seat taken): the first hand is dealt at once."""
-        table = self.live(table_id)
+        where = await self._where(table_id)
+        if not isinstance(where, Table):
+            return (await self._remote(where, table_id, "start", {"token": token}))[0]
+        table = where
 
         async def go() -> None:
             self.seat_of(table, token)
@@ -428,6 +547,10 @@ class Manager:
         if table is not None:
             return table.to_dict()
         rows = await self.store.load_tables(table_id=table_id)
+        if rows and self.cluster is not None and rows[0].status in ("open", "playing"):
+            published = (await self.cluster.lobby([table_id])).get(table_id)
+            if published is not None:
+                return published
         if not rows:
             raise TableError(404, "table.not_found", f"no table {table_id!r}", {"table": table_id})
         return _table_from_row(rows[0])
@@ -454,6 +577,16 @@ class Manager:
             tables = [_table_from_row(r) for r in rows]
             last = rows[-1] if rows else None
             return tables, f"{last.finished}~{last.id}" if more and last is not None else None
+        if self.cluster is not None:  # every process's tables, from the database
+            stored = [r for r in await self.store.load_tables(statuses=(status,))
+                      if after is None or (r.created, r.id) > after]
+            chosen = stored[:size + 1]
+            more = len(chosen) > size
+            chosen = chosen[:size]
+            published = await self.cluster.lobby([r.id for r in chosen if r.id not in self.tables])
+            out = [self.tables[r.id].to_dict() if r.id in self.tables
+                   else published.get(r.id) or _table_from_row(r) for r in chosen]
+            return out, f"{chosen[-1].created}~{chosen[-1].id}" if more else None
         candidates = [t for t in self.tables.values()
                       if t.status == status and (after is None or (t.row.created, t.id) > after)]
         page = heapq.nsmallest(size + 1, candidates, key=lambda t: (t.row.created, t.id))

@@ -27,7 +27,7 @@ class Peer:
     queued is discarded, then it is closed), so one slow reader never holds up the table or the others.
     """
 
-    __slots__ = ("address", "closed", "max_outbox", "outbox", "seat")
+    __slots__ = ("address", "close_code", "closed", "max_outbox", "outbox", "seat")
 
     def __init__(self, seat: int | None = None, address: str = "?", max_outbox: int = DEFAULT_MAX_OUTBOX) -> None:
         self.seat = seat
@@ -35,6 +35,8 @@ class Peer:
         self.max_outbox = max_outbox
         self.outbox: asyncio.Queue[str | None] = asyncio.Queue()
         self.closed = False
+        self.close_code = 1000
+        """The WebSocket close code the writer closes with (1012 when the table moved: reconnect)."""
 
     def send(self, text: str) -> None:
         """Queue one encoded message; a connection that falls ``max_outbox`` messages behind is dropped."""

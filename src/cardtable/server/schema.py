@@ -1,5 +1,9 @@
 """The database schema: tables, seats (token hashes), hands (deals with the cards) and actions.
 
+``tables.epoch`` is the epoch of the table's current owner when several processes serve (``server/lease.py``):
+an owner's writes are refused once a newer owner has raised it; ``actions.epoch`` records which owner stored each
+action (``NULL`` for a single process).
+
 Kept in step with ``migrations/versions`` (Alembic), which is what creates it.
 """
 
@@ -23,6 +27,7 @@ tables = Table(
     Column("hands", Integer, nullable=True),
     Column("totals", JSON, nullable=True),
     Column("winners", JSON, nullable=True),
+    Column("epoch", BigInteger, nullable=False, default=0, server_default="0"),
 )
 
 seats = Table(
@@ -54,4 +59,5 @@ actions = Table(
     Column("seat", Integer, nullable=True),
     Column("ms", BigInteger, nullable=False),
     Column("action", JSON, nullable=False),
+    Column("epoch", BigInteger, nullable=True),
 )

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import and_, create_engine, event, make_url, or_, select, update
+from sqlalchemy import and_, case, create_engine, event, make_url, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
@@ -48,6 +48,25 @@ bytes, so a burst (or a long reader that held the log) never leaves a large file
 
 JOURNAL_SIZE_LIMIT = 8 * 1024 * 1024
 """SQLite ``journal_size_limit`` (bytes): when the log restarts after a checkpoint, the file is cut to this."""
+
+
+class Fenced(RuntimeError):
+    """A write for a table refused at the database: a newer owner (a higher epoch) has taken the table
+    (``server/lease.py``). Nothing of that transaction is stored."""
+
+    def __init__(self, table_id: str, epoch: int) -> None:
+        super().__init__(f"table {table_id}: epoch {epoch} is no longer the owner's")
+        self.table_id = table_id
+        self.epoch = epoch
+
+
+FENCED_SETTINGS = {"idle_in_transaction_session_timeout": "3000", "lock_timeout": "3000"}
+"""PostgreSQL session settings when several processes serve: a paused owner (SIGSTOP) that holds a transaction
+open is cut off after 3 s, so the next owner's take of the table row never waits behind it for long."""
+
+
+MIGRATION_LOCK = 7_283_401
+"""PostgreSQL advisory lock key held while a process applies the migrations."""
 
 
 def default_url() -> str:
@@ -137,21 +156,33 @@ class Store:
         self._sync_engine: Engine | None = None
         self._sync_conn: Connection | None = None
         self._insert_actions_sql: str | None = None
+        self.fences: dict[str, int] = {}
+        """Table id -> this process's owner epoch, for tables it owns when several processes serve: every write
+        for such a table checks, in its transaction, that ``tables.epoch`` still holds it (else :class:`Fenced`)."""
         self.commits = 0
         """Transactions committed by the writer (for the benchmark)."""
 
     @classmethod
-    async def open(cls, url: str | None = None) -> Store:
-        """Connect to ``url`` (default :func:`default_url`), apply the Alembic migrations, start the writer."""
+    async def open(cls, url: str | None = None, *, cluster: bool = False) -> Store:
+        """Connect to ``url`` (default :func:`default_url`), apply the Alembic migrations, start the writer.
+
+        ``cluster``: one of several processes (``--redis``): PostgreSQL sessions get :data:`FENCED_SETTINGS` and
+        pooled connections are checked before use (the database may have restarted)."""
         url = url or default_url()
-        engine = create_async_engine(url, json_serializer=_json_dumps, json_deserializer=msgspec.json.decode)
+        extra: dict[str, Any] = {}
+        if cluster and make_url(url).get_backend_name() == "postgresql":
+            extra = {"pool_pre_ping": True, "connect_args": {"server_settings": dict(FENCED_SETTINGS)}}
+        engine = create_async_engine(url, json_serializer=_json_dumps, json_deserializer=msgspec.json.decode,
+                                     **extra)
         if engine.dialect.name == "sqlite":
             event.listen(engine.sync_engine, "connect", _set_sqlite_pragmas)
         async with engine.begin() as conn:
+            if engine.dialect.name == "postgresql":  # several processes starting at once migrate one at a time
+                await conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
             await conn.run_sync(_run_migrations)
         store = cls(engine)
         compiled = schema.actions.insert().compile(dialect=engine.dialect)
-        if compiled.positiontup == ["table_id", "hand", "idx", "seat", "ms", "action"]:
+        if compiled.positiontup == ["table_id", "hand", "idx", "seat", "ms", "action", "epoch"]:
             store._insert_actions_sql = str(compiled)
         if engine.dialect.name == "sqlite":
             sync_engine = create_engine(
@@ -241,14 +272,59 @@ class Store:
         if self._sync_conn is not None:
             _transaction(self._sync_conn, fns)
         else:
-            conn = self._conn
-            assert conn is not None
-            await conn.run_sync(_transaction, fns)
+            if self._conn is None:  # the last commit lost its connection (the database restarted): a new one
+                self._conn = await self.engine.connect()
+            try:
+                await self._conn.run_sync(_transaction, fns)
+            except Exception:
+                conn, self._conn = self._conn, None
+                with contextlib.suppress(Exception):
+                    await conn.close()
+                raise
         self.commits += 1
         if len(batch) == 1:
             future = batch[0][1]
             if not future.done():
                 future.set_result(None)
+
+    def _fenced(self, table_id: str, fn: WriteFn) -> WriteFn:
+        """``fn`` preceded, in the same transaction, by the owner check of ``table_id`` when it is fenced: the
+        table row must still hold this process's epoch (the update also locks the row until the commit, so a new
+        owner's :meth:`take` waits for it, and then sees everything it stored)."""
+        epoch = self.fences.get(table_id)
+        if epoch is None:
+            return fn
+        t = schema.tables
+
+        def fenced(conn: Connection) -> None:
+            result = conn.execute(update(t).where(t.c.id == table_id, t.c.epoch == epoch).values(epoch=epoch))
+            if result.rowcount != 1:
+                raise Fenced(table_id, epoch)
+            fn(conn)
+
+        return fenced
+
+    async def take(self, table_id: str, epoch: int) -> int | None:
+        """Make this process the owner of ``table_id`` at the database: its ``tables.epoch`` becomes ``epoch``, or
+        one more than the stored one if that is already as high (Redis may have restarted and counted again).
+        Returns the epoch now stored, or ``None`` when the table is unknown or no longer open or in play. From then
+        on the previous owner's writes are refused (:class:`Fenced`)."""
+        t = schema.tables
+        async with self.engine.begin() as conn:
+            result = await conn.execute(
+                update(t).where(t.c.id == table_id, t.c.status.in_(("open", "playing")))
+                .values(epoch=case((t.c.epoch >= epoch, t.c.epoch + 1), else_=epoch)).returning(t.c.epoch)
+            )
+            row = result.first()
+        return None if row is None else int(row[0])
+
+    async def live_table_ids(self) -> list[str]:
+        """Ids of the tables open or in play (which some process should own), oldest first."""
+        t = schema.tables
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(select(t.c.id).where(t.c.status.in_(("open", "playing")))
+                                       .order_by(t.c.created, t.c.id))).all()
+        return [str(r[0]) for r in rows]
 
     def insert_table(self, row: TableRow) -> asyncio.Future[None]:
         """Store a new table and its seats."""
@@ -257,7 +333,7 @@ class Store:
             conn.execute(
                 schema.tables.insert().values(
                     id=row.id, game=row.game, options=row.options, status=row.status, seed=row.seed,
-                    grace_seconds=row.grace_seconds, created=row.created,
+                    grace_seconds=row.grace_seconds, created=row.created, epoch=self.fences.get(row.id, 0),
                 )
             )
             conn.execute(
@@ -282,7 +358,7 @@ class Store:
                         left=int(seat.left))
             )
 
-        return self.write(fn)
+        return self.write(self._fenced(table_id, fn))
 
     def update_status(
         self, table_id: str, status: str, *, finished: str | None = None, hands_played: int | None = None,
@@ -296,7 +372,7 @@ class Store:
                 values.update(finished=finished, hands=hands_played, totals=totals, winners=winners)
             conn.execute(update(schema.tables).where(schema.tables.c.id == table_id).values(**values))
 
-        return self.write(fn)
+        return self.write(self._fenced(table_id, fn))
 
     def insert_hand(self, table_id: str, hand: int, deal: dict[str, Any]) -> asyncio.Future[None]:
         """Store hand number ``hand`` (from 0) with its deal."""
@@ -304,7 +380,7 @@ class Store:
         def fn(conn: Connection) -> None:
             conn.execute(schema.hands.insert().values(table_id=table_id, hand=hand, deal=deal))
 
-        return self.write(fn)
+        return self.write(self._fenced(table_id, fn))
 
     def insert_actions(
         self, table_id: str, hand: int, rows: list[tuple[int, int | None, int, dict[str, Any]]]
@@ -312,19 +388,20 @@ class Store:
         """Append actions ``(index, seat, ms, action)`` to hand ``hand``."""
 
         sql = self._insert_actions_sql
+        epoch = self.fences.get(table_id)
 
         def fn(conn: Connection) -> None:
             if sql is not None:  # the hot path: a statement compiled once, parameters in column order
-                params = [(table_id, hand, i, s, ms, _json_dumps(a)) for i, s, ms, a in rows]
+                params = [(table_id, hand, i, s, ms, _json_dumps(a), epoch) for i, s, ms, a in rows]
                 conn.exec_driver_sql(sql, params if len(params) > 1 else params[0])
                 return
             conn.execute(
                 schema.actions.insert(),
-                [{"table_id": table_id, "hand": hand, "idx": i, "seat": s, "ms": ms, "action": a}
+                [{"table_id": table_id, "hand": hand, "idx": i, "seat": s, "ms": ms, "action": a, "epoch": epoch}
                  for i, s, ms, a in rows],
             )
 
-        return self.write(fn)
+        return self.write(self._fenced(table_id, fn))
 
     # -- reading ---------------------------------------------------------------------------------------
 

@@ -74,6 +74,9 @@ class SeatState:
     away_timer: asyncio.TimerHandle | None = None
     replaceable: bool = False
     """A bot seat a joining person may take before the start (Play now tables)."""
+    account: tuple[str, str] | None = None
+    """``(token hash, account name)`` when the seat was tied to an account (``server/accounts.py``); it counts only
+    while the seat's token hash is that one, so a seat left and taken again is nobody's account."""
 
 
 class TableError(ValueError):
@@ -140,6 +143,12 @@ class Table:
         self.autostart: asyncio.TimerHandle | None = None
         self.play_now = False
         """True for a table made by Play now: its bot seats are replaceable until the start."""
+        self.stopped = False
+        """Set by :meth:`stop`: later calls are answered 503 at once."""
+        self.on_error: Callable[[BaseException], None] | None = None
+        """Set when several processes serve (``server/cluster.py``): a failed write (refused by the fence, or the
+        database away) calls it instead of breaking the table, and the owner task stops acknowledging anything;
+        the table is then dropped here and rebuilt from its record by whichever process takes it next."""
 
     # -- building ---------------------------------------------------------------------------------------
 
@@ -187,6 +196,7 @@ class Table:
 
     async def stop(self) -> None:
         """Stop the owner, its bots and timers (the server is shutting down; nothing is lost)."""
+        self.stopped = True
         for handle in self._clock_handles:
             handle.cancel()
         if self._next_hand is not None:
@@ -212,12 +222,22 @@ class Table:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        while not self.queue.empty():  # what was still queued is answered, never left waiting
+            item = self.queue.get_nowait()
+            if isinstance(item, Call) and not item.future.done():
+                item.future.set_exception(TableError(503, "http.error", "the table stopped here: try again",
+                                                     {"status": 503}))
+            elif isinstance(item, Play) and item.future is not None and not item.future.done():
+                item.future.set_result((False, "the table stopped here"))
 
     # -- the queue --------------------------------------------------------------------------------------
 
     def submit_call(self, fn: Callable[[], Awaitable[Any]]) -> asyncio.Future[Any]:
         """Queue a lobby operation; the future resolves with its result once the owner has run it."""
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        if self.stopped:  # stopped here (moved to another process): answered at once, never left waiting
+            future.set_exception(TableError(503, "http.error", "the table stopped here: try again", {"status": 503}))
+            return future
         self.queue.put_nowait(Call(fn, future))
         return future
 
@@ -245,6 +265,9 @@ class Table:
             try:
                 await self._apply_batch(batch)
             except Exception as error:
+                if self.on_error is not None:
+                    self.on_error(error)
+                    return
                 log.exception("table %s: applying actions failed", self.id)
                 self._break(f"the table stopped on a server error: {error}")
                 return
@@ -255,6 +278,14 @@ class Table:
         try:
             result = await call.fn()
         except Exception as error:
+            if self.on_error is not None and not isinstance(error, TableError):
+                # A write failed: what this table holds in memory may be ahead of its record. Answer 503 and stop.
+                if not call.future.done():
+                    call.future.set_exception(TableError(
+                        503, "http.error", "the table is moving to another server process: try again",
+                        {"status": 503}))
+                self.on_error(error)
+                await asyncio.Event().wait()  # the owner stops here; the cluster drops (and cancels) it
             if not call.future.done():
                 call.future.set_exception(error)
         else:
@@ -566,8 +597,9 @@ class Table:
                 seats.append({"seat": row.seat, "kind": "bot", "bot": row.bot, "name": row.name,
                               "replaceable": seat.replaceable and self.status == "open"})
             else:
+                account = seat.account[1] if seat.account and seat.account[0] == row.token_hash else None
                 seats.append({"seat": row.seat, "kind": "person", "name": row.name, "connected": bool(seat.peers),
-                              "standin": seat.standin})
+                              "standin": seat.standin, "account": account})
         starts_at = self.starts_at if self.status == "open" else None
         return {
             "id": self.id, "game": self.game, "options": self.full_options, "status": self.status, "seats": seats,

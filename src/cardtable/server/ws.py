@@ -19,6 +19,9 @@ from cardtable.server.manager import Manager
 from cardtable.server.play import Peer, Play
 from cardtable.server.table import Table, TableError, refusal_message
 
+RECONNECT_CODE = 1012
+"""Close code for "connect again" (``server/cluster.py``: the table moved, or the service is briefly away)."""
+
 FLUSH_TIMEOUT_S = 2.0
 """Seconds the writer of a connection the server closes has to send what is queued and the close frame."""
 
@@ -28,16 +31,60 @@ async def _writer(websocket: WebSocket, peer: Peer) -> None:
         while True:
             text = await peer.outbox.get()
             if text is None:
-                await websocket.close()
+                await websocket.close(code=peer.close_code)
                 return
             await websocket.send_text(text)
 
 
 async def table_socket(websocket: WebSocket, table_id: str) -> None:
-    """Serve one connection to table ``table_id`` until it closes."""
+    """Serve one connection to table ``table_id`` until it closes. With several processes (``server/cluster.py``)
+    a table nobody owns is taken here, and a connection to a table owned by another process is relayed to it."""
     await websocket.accept()
     manager: Manager = websocket.app.state.manager
-    table = manager.tables.get(table_id)
+    settings = manager.settings
+    address = websocket.client.host if websocket.client else "?"
+    counted: str | None = None
+    if manager.cluster is not None:  # counted over every process
+        try:
+            counted = await manager.cluster.limits.open_socket(address, settings.max_sockets_per_address)
+        except Exception:  # Redis away for a moment: the client reconnects
+            await websocket.close(code=RECONNECT_CODE)
+            return
+    if counted is None and (manager.cluster is not None
+                            or manager.sockets[address] >= settings.max_sockets_per_address):
+        limit = settings.max_sockets_per_address
+        await websocket.send_text(messages.encode(refusal_message(
+            "error", f"too many connections from your address: at most {limit}", "connection.server_limit",
+            {"limit": limit})))
+        await websocket.close(code=1008)
+        return
+    manager.sockets[address] += 1
+    try:
+        table = manager.tables.get(table_id)
+        if table is None and manager.cluster is not None:
+            try:
+                where = await manager.cluster.locate(table_id)
+            except Exception:  # Redis or the database away for a moment: the client reconnects
+                await websocket.close(code=RECONNECT_CODE)
+                return
+            if isinstance(where, str):
+                await manager.cluster.relay(websocket, table_id, where, address)
+                return
+            table = where
+        await serve_connection(manager, table, websocket, address, table_id)
+    finally:
+        manager.sockets[address] -= 1
+        if manager.sockets[address] <= 0:
+            del manager.sockets[address]
+        if counted is not None and manager.cluster is not None:
+            with contextlib.suppress(Exception):
+                await manager.cluster.limits.close_socket(counted)
+
+
+async def serve_connection(manager: Manager, table: Table | None, websocket: WebSocket, address: str,
+                           table_id: str = "") -> None:
+    """Serve one accepted connection from ``address`` to ``table`` (``None``: unknown) until it closes:
+    ``websocket`` is Starlette's, or a relayed connection's ``RemoteSocket`` on the owner (``server/cluster.py``)."""
     if table is None or table.broken:
         if table is None:
             error = refusal_message("error", f"no table {table_id!r}", "table.not_found", {"table": table_id})
@@ -47,15 +94,6 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
         await websocket.close(code=4404)
         return
     settings = manager.settings
-    address = websocket.client.host if websocket.client else "?"
-    if manager.sockets[address] >= settings.max_sockets_per_address:
-        limit = settings.max_sockets_per_address
-        await websocket.send_text(messages.encode(refusal_message(
-            "error", f"too many connections from your address: at most {limit}", "connection.server_limit",
-            {"limit": limit})))
-        await websocket.close(code=1008)
-        return
-    manager.sockets[address] += 1
     peer = Peer(address=address, max_outbox=settings.max_outbox)
     writer = asyncio.create_task(_writer(websocket, peer))
     limiter = messages.RateLimiter()
@@ -103,7 +141,9 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
                 except TableError as error:
                     code = "hello.bad_token" if error.code == "token.bad" else error.code
                     peer.send_message(refusal_message("error", str(error), code, error.params))
-                    if error.status == 429:  # over a connection cap: refused and closed
+                    if error.status in (429, 503):  # over a connection cap, or the table moved: refused and closed
+                        if error.status == 503:
+                            peer.close_code = RECONNECT_CODE  # reconnect: another process has the table
                         peer.close()
                         break
                     continue
@@ -121,9 +161,6 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
     except WebSocketDisconnect:
         pass
     finally:
-        manager.sockets[address] -= 1
-        if manager.sockets[address] <= 0:
-            del manager.sockets[address]
         if identified and not table.broken:
             await manager.goodbye(table, peer)
         # A connection closed by the server (no hello in time, over a cap, dropped) gets what was queued for it

@@ -7,6 +7,7 @@ import { seatNames, scoreTable, handOverDialog } from './scores.js';
 import { hintsFor, hintBubble } from './hints.js';
 import { api, errorText } from './api.js';
 import { navigate } from './nav.js';
+import { nameOf } from './names.js';
 
 /**
  * How long a finished trick stays on the table (milliseconds) before the next one shows, unless the player clicks:
@@ -59,7 +60,7 @@ export function renderAnemoneBoard(view, names, { seat = null, hands = null, tot
     const pile = (view.score_piles || [])[s] || [];
     const handShown = hands ? hands[s] : null;
     seats.push(h('section.aseat' + (view.turn === s && !view.over ? '.turn' : '') + (s === seat ? '.me' : ''), { dataset: { seat: String(s) } },
-      h('header', {}, h('strong', { text: names[s] ?? t('seat.player', { n: s + 1 }) }),
+      h('header', {}, h('strong', {}, nameOf(names, s, t('seat.player', { n: s + 1 }))),
         s === seat ? h('em', { text: ` (${t('table.you')})` }) : null,
         view.leader === s ? h('span.badge.lead', { text: t('anemone.leader') }) : null,
         view.turn === s && !view.over ? h('span.badge.turnb', { text: t('anemone.to_play') }) : null),
@@ -108,6 +109,9 @@ export function mountTable(root, ctx) {
   const handBox = h('section.myhand');
   const scoreBox = h('aside.scoreboard');
   fill(root, h('div.anemone-table', {}, bar, boardBox, seat === null ? null : handBox, scoreBox));
+  // in a short window (a phone held sideways) the table fills the window without scrolling (css: main.afit)
+  const page = root.closest('main');
+  page?.classList.add('afit');
 
   const names = () => seatNames(table);
 
@@ -291,7 +295,7 @@ export function mountTable(root, ctx) {
     },
     warning() {},
     table(tb) { table = tb; if (view) drawBar(); },
-    destroy() { overlay?.remove(); clearTimeout(holdTimer); clearTimeout(drainTimer); queue.length = 0; },
+    destroy() { page?.classList.remove('afit'); overlay?.remove(); clearTimeout(holdTimer); clearTimeout(drainTimer); queue.length = 0; },
     get legal() { return legal; },
   };
 }

@@ -12,6 +12,19 @@ export function errorText(err, game = null) {
   return err?.message ?? String(err);
 }
 
+/** One page of a paged list (docs/protocol.md: `limit`, `cursor`, the `X-Next-Cursor` header):
+ * {rows, next}, `next` the cursor of the following page or null when this is the last. */
+async function page(path, limit, cursor) {
+  const q = new URLSearchParams(path.split('?')[1] || '');
+  q.set('limit', String(limit));
+  if (cursor) q.set('cursor', cursor);
+  const res = await fetch(`${path.split('?')[0]}?${q}`);
+  let data = null;
+  try { data = await res.json(); } catch { data = null; }
+  if (!res.ok) throw new ApiError(res.status, data?.detail || `HTTP ${res.status}`, data?.code ?? null, data?.params || {});
+  return { rows: data || [], next: res.headers.get('X-Next-Cursor') };
+}
+
 async function call(method, path, body) {
   const res = await fetch(path, {
     method,
@@ -39,6 +52,9 @@ export const api = {
   start: (id, token) => call('POST', `/api/tables/${encodeURIComponent(id)}/start`, { token }),
   replay: (id) => call('GET', `/api/tables/${encodeURIComponent(id)}/replay`),
   finished: () => call('GET', '/api/finished'),
+  /** One page of tables with `status` (open, playing, finished): {rows, next}. */
+  tablesPage: (status, limit, cursor = null) => page(status === 'finished' ? '/api/finished'
+    : `/api/tables?status=${encodeURIComponent(status)}`, limit, cursor),
 };
 
 /** The seat held at table id by this browser: {seat, token} or null. */

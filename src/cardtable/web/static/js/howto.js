@@ -5,6 +5,8 @@ import { h, fill } from './util.js';
 import { t, has } from './i18n.js';
 import { creatureCard, suitSymbol, CREATURE_SUITS, standardCard, anemoneChip } from './cards.js';
 import { navigate } from './nav.js';
+import { api } from './api.js';
+import { botLabel, botSentence } from './names.js';
 
 function body(text) {
   const out = [];
@@ -37,12 +39,23 @@ export function showHowto(main, game) {
       h('div.suitrow', {}, anemoneChip(1), anemoneChip(2), h('span.muted', { text: t('howto.anemone.chips') })))
     : h('div.suitkey', {}, h('div.suitrow', {}, ['AS', '2H', '3S', 'KD', 'QC'].map((c, i) => standardCard(c, { pack: i % 2 }))),
       h('p.muted', { text: t('howto.nerts.cards_note') }));
+  // Nerts: every bot level the server offers, each in a sentence (docs/rules/nerts.md says nothing of bots).
+  const bots = game === 'nerts' ? h('section.rules.botlevels', {}, h('h3', { text: t('howto.nerts.bots.title') }),
+    h('p', { text: t('howto.nerts.bots.intro') }), h('dl.botlist')) : null;
+  if (bots) {
+    api.games().then((games) => {
+      const info = games.find((g) => g.game === 'nerts');
+      fill(bots.querySelector('dl'), (info?.bots || []).filter((b) => botSentence(b.spec)).map((b) => [
+        h('dt', { dataset: { bot: b.spec }, text: botLabel(b.spec, b.level) }),
+        h('dd', { dataset: { bot: b.spec }, text: botSentence(b.spec) })]).flat());
+    }).catch(() => bots.remove());
+  }
   fill(main, h('article.panel.howto', {},
     h('div.tabs', {},
       ['nerts', 'anemone'].map((g) => h('button' + (g === game ? '.on' : ''), { type: 'button', onclick: () => navigate(`/?howto=${g}`) }, t(`game.${g}`)))),
     h('h2', { text: t(`howto.${game}.title`) }),
     h('p.lead', { text: t(`howto.${game}.intro`) }),
     illus,
-    sections));
+    sections, bots));
   return () => {};
 }

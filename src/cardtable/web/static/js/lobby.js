@@ -5,7 +5,7 @@ import { h, fill, toast } from './util.js';
 import { t, tOr } from './i18n.js';
 import { api, errorText, saveSeat, getName, saveName, getSeat } from './api.js';
 import { navigate } from './nav.js';
-import { gameTitle, botLabel, seatName } from './names.js';
+import { gameTitle, botLabel, botSentence, seatNameEl, joinEls, tWith } from './names.js';
 
 export { gameTitle, botLabel, seatName } from './names.js';
 
@@ -134,7 +134,9 @@ function createPanel(games, name) {
         i > 0 ? h('option', { value: 'open', text: t('lobby.friend') }) : null,
         i > 0 ? bots.map((b) => h('option', { value: b.spec, text: t('lobby.bot_option', { bot: botLabel(b.spec, b.level) }) })) : null);
       if (i > 0) sel.value = old[i] ?? defBot ?? 'open';
-      rows.push(h('div.seat-row', {}, h('span.seatno', { text: t('lobby.seat_n', { n: i + 1 }) }), sel));
+      const desc = h('small.botdesc', { text: botSentence(sel.value) });
+      sel.addEventListener('change', () => { desc.textContent = botSentence(sel.value); });
+      rows.push(h('div.seat-row', {}, h('span.seatno', { text: t('lobby.seat_n', { n: i + 1 }) }), sel, desc));
     }
     fill(seatsBox, rows);
   }
@@ -173,7 +175,11 @@ function createPanel(games, name) {
 }
 
 function tableRow(tb, kind) {
-  const seats = (tb.seats || []).map(seatName).join(', ');
+  const seats = joinEls((tb.seats || []).map((s) => {
+    const el = seatNameEl(s);
+    if (s.kind === 'bot' && botSentence(s.bot)) el.title = botSentence(s.bot);
+    return el;
+  }));
   const mine = getSeat(tb.id);
   const actions = [];
   if (kind === 'open') {
@@ -191,15 +197,18 @@ function tableRow(tb, kind) {
   if (kind === 'finished' && tb.totals) {
     extra = t('lobby.totals', { totals: tb.totals.join(' · ') });
     if (tb.winners && tb.winners.length) {
-      const names = tb.winners.map((s) => tb.seats?.[s]?.name || t('seat.player', { n: s + 1 }));
-      extra += ' · ' + t('table.winner', { names: names.join(', ') });
+      const names = tb.winners.map((s) => (tb.seats?.[s] ? seatNameEl(tb.seats[s]) : t('seat.player', { n: s + 1 })));
+      extra = [extra, ' · ', tWith('table.winner', 'names', joinEls(names))];
     }
   }
   return h('li.table-row', { dataset: { table: tb.id } },
-    h('div.tinfo', {}, h('strong', { text: gameTitle(tb.game) }), h('span.tseats', { text: seats }),
-      extra ? h('span.textra', { text: extra }) : null),
+    h('div.tinfo', {}, h('strong', { text: gameTitle(tb.game) }), h('span.tseats', {}, seats),
+      extra ? h('span.textra', {}, extra) : null),
     h('div.tact', {}, actions));
 }
+
+/** Tables per page of each lobby list ("More" asks for the next page). */
+const LOBBY_PAGE = 20;
 
 function listPanel(titleKey, id) {
   return h(`section.panel.list#${id}`, {}, h('h2', { text: t(titleKey) }), h('ul.tables', {}, h('li.empty', { text: t('common.loading') })));
@@ -229,18 +238,44 @@ export function showLobby(main) {
   api.games().then((games) => fill(left, playNowPanel(games, name), createPanel(games, name)))
     .catch((e) => fill(left, h('section.panel', {}, h('p.error', { text: t('lobby.load_failed', { reason: errorText(e) }) }))));
 
-  async function refresh() {
-    const parts = [[openP, () => api.tables('open'), 'open'], [playP, () => api.tables('playing'), 'playing'],
-      [finP, () => api.finished(), 'finished']];
-    for (const [panel, get, kind] of parts) {
-      try {
-        const rows = (await get()).slice(0, 20);
-        fill(panel.querySelector('ul'), rows.length ? rows.map((r) => tableRow(r, kind)) : h('li.empty', { text: t('lobby.none') }));
-      } catch {
-        fill(panel.querySelector('ul'), h('li.empty', { text: t('common.unavailable') }));
+  // Each list shows as many pages as asked for with its "More" button (the server's X-Next-Cursor paging), all
+  // of them again at each refresh, so a list read further down stays as long.
+  const lists = [[openP, 'open'], [playP, 'playing'], [finP, 'finished']].map(([panel, kind]) => {
+    const more = h('button.more', { type: 'button', hidden: true, dataset: { more: kind }, text: t('lobby.more') });
+    panel.append(more);
+    const list = { panel, kind, pages: 1, more, busy: false, again: false };
+    more.addEventListener('click', () => { list.pages += 1; load(list); });
+    return list;
+  });
+
+  async function load(list) {
+    if (list.busy) { list.again = true; return; } // a load under way: run again once it ends
+    list.busy = true;
+    list.more.disabled = true;
+    try {
+      const rows = [];
+      let next = null;
+      for (let i = 0; i < list.pages; i++) {
+        const got = await api.tablesPage(list.kind, LOBBY_PAGE, next);
+        rows.push(...got.rows);
+        next = got.next;
+        if (!next) break;
       }
+      const seen = new Set();
+      const unique = rows.filter((r) => !seen.has(r.id) && seen.add(r.id));
+      fill(list.panel.querySelector('ul'), unique.length ? unique.map((r) => tableRow(r, list.kind)) : h('li.empty', { text: t('lobby.none') }));
+      list.more.hidden = !next;
+    } catch {
+      fill(list.panel.querySelector('ul'), h('li.empty', { text: t('common.unavailable') }));
+      list.more.hidden = true;
+    } finally {
+      list.busy = false;
+      list.more.disabled = false;
+      if (list.again) { list.again = false; load(list); }
     }
   }
+
+  async function refresh() { for (const list of lists) await load(list); }
   refresh();
   const timer = setInterval(refresh, 5000);
   return () => clearInterval(timer);

@@ -1,21 +1,29 @@
 // How games, bots and seats are named on every page: bot levels in words in the page's language (never a spec
 // such as "ismcts:hard" or a name such as "bot-1"), and one word for guests whatever language named them.
 import { t, tOr } from './i18n.js';
+import { h } from './util.js';
+import { navigate } from './nav.js';
 
 export function gameTitle(game) { return tOr(`game.${game}`, game); }
 
 /** The level word of each bot spec, as GET /api/games gives it (`level`), for seats that carry only the spec. */
 const LEVEL_OF = {
   'greedy:easy': 'beginner', 'greedy:medium': 'intermediate', 'greedy:hard': 'strong', greedy: 'instant',
+  'expert:easy': 'beginner', 'expert:medium': 'intermediate', 'expert:hard': 'strong',
   random: 'random', heuristic: 'simple', 'ismcts:easy': 'beginner', 'ismcts:medium': 'intermediate', 'ismcts:hard': 'strong',
 };
 
-/** A bot's level in words ("Beginner", "Strong"): the server's `level` word when given, else from its spec. */
+/** A bot's level in words ("Beginner", "Strong"): the server's `level` word when given, else from its spec.
+ * The planning Nerts bots (`expert:*`) say so ("Beginner planner"), to tell them from the greedy ones. */
 export function botLabel(spec, level = null) {
   const lv = level || LEVEL_OF[spec] || LEVEL_OF[String(spec || '').split(':')[0]] || null;
-  if (lv) return tOr(`bot.level.${lv}`, lv);
-  return t('seat.bot');
+  if (!lv) return t('seat.bot');
+  const word = tOr(`bot.level.${lv}`, lv);
+  return String(spec || '').startsWith('expert') ? t('bot.planner', { level: word }) : word;
 }
+
+/** What a bot level does, in one sentence of the page's language ('' for a bot without one). */
+export function botSentence(spec) { return spec ? tOr(`bot.desc.${spec}`, '') : ''; }
 
 /** The default names a guest gets in any of the three languages: shown as this page's word. */
 const GUEST_WORDS = new Set(['Guest', '손님', 'ゲスト', 'guest']);
@@ -34,5 +42,48 @@ export function seatName(seat) {
   return GUEST_WORDS.has(seat.name) ? t('lobby.default_name') : seat.name;
 }
 
-/** Display names of a TABLE's seats, in seat order. */
-export function seatNames(table) { return (table?.seats || []).map(seatName); }
+/** The player-page name of a seat tied to an account (`account` in TABLE: a person's account, or at a finished
+ * table a bot level's player), else null: guests, open seats and deleted players have no page. */
+export function seatAccount(seat) { return seat && seat.account ? String(seat.account) : null; }
+
+/** The address of a player's page. */
+export function playerHref(name) { return `/?player=${encodeURIComponent(name)}`; }
+
+/**
+ * A name as an element: a link to the player's page when `account` is set, else plain text.
+ * `newTab`: open the page in a new tab (at a table, so a click does not leave the game).
+ */
+export function nameEl(text, account, { newTab = false } = {}) {
+  if (!account) return h('span.pname', { text });
+  const href = playerHref(account);
+  return h('a.pname.playerlink', newTab
+    ? { href, text, target: '_blank', rel: 'noopener', dataset: { player: account } }
+    : { href, text, dataset: { player: account },
+      onclick: (e) => { if (e.button === 0 && !e.ctrlKey && !e.metaKey && !e.shiftKey) { e.preventDefault(); navigate(href); } } });
+}
+
+/** A seat's display name as an element (see nameEl). */
+export function seatNameEl(seat, opts = {}) { return nameEl(seatName(seat), seatAccount(seat), opts); }
+
+/** Display names of a TABLE's seats, in seat order; the array's `accounts` holds each seat's seatAccount. */
+export function seatNames(table) {
+  const seats = table?.seats || [];
+  const names = seats.map(seatName);
+  names.accounts = seats.map(seatAccount);
+  return names;
+}
+
+/** Seat `s` of a seatNames() array as an element, linked when the seat has an account (opened in a new tab). */
+export function nameOf(names, s, fallback = '') {
+  return nameEl(names?.[s] ?? fallback, names?.accounts?.[s] ?? null, { newTab: true });
+}
+
+/** Elements joined by `sep` (text), for a list of names in a sentence. */
+export function joinEls(els, sep = ', ') { return els.flatMap((el, i) => (i ? [sep, el] : [el])); }
+
+/** Catalogue text `key` with its `{var}` replaced by the element(s) `els` (a sentence that holds links). */
+export function tWith(key, name, els, vars = {}) {
+  const mark = '\u0001';
+  const [before, after = ''] = t(key, { ...vars, [name]: mark }).split(mark);
+  return [before, els, after];
+}

@@ -14,6 +14,7 @@ import { seatNames, scoreTable, handOverDialog } from './scores.js';
 import { hintsFor, hintBubble, touchScreen } from './hints.js';
 import { api } from './api.js';
 import { navigate } from './nav.js';
+import { nameOf, joinEls } from './names.js';
 
 const clone = (x) => JSON.parse(JSON.stringify(x));
 
@@ -22,6 +23,11 @@ function isProgress(e) {
   if (e.type === 'rotated') return true;
   if (e.type !== 'moved' && e.type !== 'slid_under') return false;
   return e.from === 'nerts' || String(e.to).startsWith('foundation:');
+}
+
+/** A layout's seat names as elements (linked to player pages where the seat has an account), joined by " & ". */
+function layoutNameEls(layout, names) {
+  return joinEls((layout.seats || []).map((s) => nameOf(names, s, t('seat.player', { n: s + 1 }))), ' & ');
 }
 
 function layoutName(layout, names) {
@@ -58,7 +64,7 @@ function compactLayout(layout, names) {
     dataset: { pack: String(pack), seats: (layout.seats || []).join(',') }, style: { '--pack-hue': (Number(pack) * 67 + 210) % 360 },
     'aria-label': label,
   },
-  h('header.lhead', {}, h('span.backswatch'), h('strong.lname', { text: layoutName(layout, names) }),
+  h('header.lhead', {}, h('span.backswatch'), h('strong.lname', {}, layoutNameEls(layout, names)),
     layout.stuck ? h('span.badge.stuckbadge', { text: t('nerts.stuck_badge') }) : null),
   h('div.mrow', {},
     h('span.mpile.mnerts', { dataset: { pile: 'nerts' }, title: t('nerts.nerts_count', { n: nerts.count }) },
@@ -98,7 +104,7 @@ function renderLayout(layout, names, { mine = false, seat = null } = {}) {
   return h('section.layout' + (mine ? '.mine' : '.other') + (layout.stuck ? '.stuck' : ''),
     { dataset: { pack: String(pack), seats: (layout.seats || []).join(',') }, style: { '--pack-hue': (Number(pack) * 67 + 210) % 360 },
       'aria-label': mine ? t('nerts.your_layout') : layoutName(layout, names) },
-    h('header.lhead', {}, h('span.backswatch'), h('strong', { text: mine ? t('nerts.your_layout') : layoutName(layout, names) }),
+    h('header.lhead', {}, h('span.backswatch'), h('strong', {}, mine ? t('nerts.your_layout') : layoutNameEls(layout, names)),
       isMe && !mine ? h('em', { text: ` (${t('table.you')})` }) : null,
       layout.stuck ? h('span.badge.stuckbadge', { text: t('nerts.stuck_badge') }) : null),
     h('div.lbody', {}, h('div.side', {}, nertsEl), h('div.workrow', {}, work), h('div.side.sw', {}, stockEl, wasteEl)));

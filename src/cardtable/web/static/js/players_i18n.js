@@ -1,6 +1,6 @@
 // The words of the account, leaderboard and player pages: their own catalogues (i18n/players/{en,ko,ja}.json),
 // in the language the page is shown in, English as the fallback; and their stylesheet (css/players.css).
-import { currentLanguage } from './i18n.js';
+import { currentLanguage, refusalCodes, wordRefusal } from './i18n.js';
 
 const catalogues = {};
 
@@ -30,8 +30,12 @@ export function tp(key, vars = {}) {
   return s.replace(/\{(\w+)\}/g, (m, k) => (k in vars ? String(vars[k]) : m));
 }
 
-/** The words for a refusal from the accounts API ({detail, code, params}), else its English detail. */
+/** The words for a refusal from the accounts API ({detail, code, params}): the central catalogues
+ * (i18n/codes, every registered code), else these pages' own words (`code.CODE`), else its English detail. */
 export function refusal(err) {
+  if (err.code && refusalCodes().includes(err.code)) {
+    return wordRefusal({ code: err.code, params: err.params || {}, reason: err.message });
+  }
   const key = `code.${err.code}`;
   const s = catalogues[currentLanguage()]?.[key] ?? catalogues.en?.[key];
   return s === undefined ? (err.message || String(err)) : tp(key, err.params || {});

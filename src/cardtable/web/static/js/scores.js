@@ -2,13 +2,14 @@
 import { h } from './util.js';
 import { t } from './i18n.js';
 import { navigate } from './nav.js';
+import { nameOf, joinEls, tWith } from './names.js';
 
 export { seatNames } from './names.js';
 
 /** Scores per hand and totals, one column per seat. */
 export function scoreTable(names, results, totals, highlight = -1) {
   return h('table.scores', {},
-    h('thead', {}, h('tr', {}, h('th', { text: t('table.hand') }), names.map((n) => h('th', { text: n })))),
+    h('thead', {}, h('tr', {}, h('th', { text: t('table.hand') }), names.map((n, i) => h('th', {}, nameOf(names, i))))),
     h('tbody', {}, results.map((r, i) => h('tr' + (i === highlight ? '.hl' : ''), {}, h('td', { text: String(i + 1) }),
       (r.scores || []).map((s) => h('td', { text: String(s) }))))),
     h('tfoot', {}, h('tr', {}, h('th', { text: t('table.total') }), (totals || []).map((s) => h('th', { text: String(s) })))));
@@ -26,7 +27,7 @@ export function handOverDialog(msg, names, hist, { note = null, noteBelow = fals
     h('div.dialog.handover', {},
       h('h2', { text: winners ? t('table.match_over') : t('table.hand_over', { n: msg.hand + 1 }) }),
       noteBelow ? null : noteEl,
-      winners ? h('p.winner', { text: t('table.winner', { names: winners.map((s) => names[s]).join(', ') }) }) : null,
+      winners ? h('p.winner', {}, tWith('table.winner', 'names', joinEls(winners.map((s) => nameOf(names, s))))) : null,
       scoreTable(names, hist, msg.totals, msg.hand),
       noteBelow ? noteEl : null,
       h('div.row', {},

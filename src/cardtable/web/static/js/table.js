@@ -4,7 +4,7 @@ import { h, fill, toast } from './util.js';
 import { t, wordRefusal } from './i18n.js';
 import { api, errorText, getSeat, saveSeat, forgetSeat, getName, saveName } from './api.js';
 import { TableConnection } from './conn.js';
-import { gameTitle, seatName } from './names.js';
+import { gameTitle, seatNameEl } from './names.js';
 import { navigate } from './nav.js';
 
 /** Test and debugging hook: the latest state this page knows. */
@@ -40,7 +40,7 @@ function joinPanel(main, id, tb) {
   const openSeats = tb.seats.filter(takeable);
   fill(main, h('section.panel.narrow.joinbox', {},
     h('h2', { text: t('table.join_title', { game: gameTitle(tb.game) }) }),
-    h('ul.seatlist', {}, tb.seats.map((s) => h('li', { text: `${t('lobby.seat_n', { n: s.seat + 1 })}: ${seatName(s)}` }))),
+    h('ul.seatlist', {}, tb.seats.map((s) => h('li', {}, `${t('lobby.seat_n', { n: s.seat + 1 })}: `, seatNameEl(s)))),
     openSeats.length && tb.status === 'open'
       ? h('form.inline', {
         onsubmit: async (e) => {
@@ -83,7 +83,7 @@ function waitingRoom(box, id, tb, seat, token) {
     open ? h('p', { text: t('table.invite_help') }) : null,
     open ? h('div.invite', {}, h('input#invite', { type: 'text', readonly: true, value: link, 'aria-label': t('table.invite_link'), onfocus: (e) => e.target.select() }), copyButton(link)) : null,
     h('ul.seatlist', {}, tb.seats.map((s) => h('li' + (s.seat === seat ? '.me' : ''), {},
-      `${t('lobby.seat_n', { n: s.seat + 1 })}: ${seatName(s)}`,
+      `${t('lobby.seat_n', { n: s.seat + 1 })}: `, seatNameEl(s, { newTab: true }),
       s.kind === 'person' ? h('span.dot' + (s.connected ? '.on' : ''), { role: 'img', 'aria-label': t(s.connected ? 'table.connected' : 'table.disconnected'), title: t(s.connected ? 'table.connected' : 'table.disconnected') }) : null,
       s.kind === 'bot' && s.replaceable ? h('span.badge', { text: t('table.seat_free_for_person') }) : null,
       s.seat === seat ? h('em', { text: ` (${t('table.you')})` }) : null))),

@@ -1,0 +1,693 @@
+"""Several server processes on one PostgreSQL and one Redis (``docs/architecture.md``, "Several server processes").
+
+Each process started with ``--redis`` builds one :class:`Cluster`. It
+
+- owns tables through Redis leases (``server/lease.py``) fenced at the database (``Store.take``, ``Store.fences``):
+  a table is taken on the first request for it that finds no owner, and by a periodic sweep (so tables of bots
+  only, and clocks, resume after their owner died);
+- renews its leases every third of the lease time; a lease it can no longer renew (expired while the process was
+  paused, Redis restarted) drops the table here: nothing more is acknowledged for it, its connections are closed
+  with :data:`RECONNECT_CODE`, and whichever process takes it next rebuilds it from its record;
+- relays a connection to a table owned elsewhere through Redis pub/sub: the client's frames go to the owner's
+  channel ``ct:proc:{owner}``, where a :class:`RemoteSocket` feeds them to the same connection code a direct
+  connection runs (``server/ws.py``), and the owner's messages come back on ``ct:proc:{origin}``. The client
+  protocol does not change;
+- forwards lobby operations (join, leave, start, Play now's join) on a table owned elsewhere to its owner, and
+  serialises Play now over all processes with a Redis lock;
+- on SIGTERM (:meth:`hand_over`) stops taking tables, stops its tables, releases their leases and announces them on
+  ``ct:released`` so another process takes each at once, and closes their connections with
+  :data:`RECONNECT_CODE` (the web client reconnects on any close it did not ask for).
+
+Every message between processes is one JSON object ``{"op": ...}`` published by one task per process in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import random
+import socket
+import time
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from redis.asyncio import Redis
+
+from cardtable.server.accounts import restore_seat_accounts
+from cardtable.server.counters import SharedLimits
+from cardtable.server.lease import Leases
+from cardtable.server.store import Store
+from cardtable.server.table import Table, TableError
+
+if TYPE_CHECKING:
+    from starlette.websockets import WebSocket
+
+    from cardtable.server.manager import Manager
+
+log = logging.getLogger("cardtable.server.cluster")
+
+RECONNECT_CODE = 1012
+"""WebSocket close code (RFC 6455 "Service Restart") for a connection closed because its table moved to another
+process or this process stops: connect again (any process) and say ``hello``; a ``snapshot`` follows."""
+
+RELEASED = "ct:released"
+"""Channel on which a stopping process names each table it let go, so another process takes it at once."""
+
+LOBBY = "ct:lobby"
+"""Hash of table id -> ``TABLE`` (JSON) as its owner last published it (with every lease renewal): the lobby of
+every process shows live details (who is connected, when a table starts by itself) of tables owned elsewhere."""
+
+OPEN_TIMEOUT_S = 5.0
+"""Seconds a relayed connection waits for the owner to answer ``open`` before it is closed with
+:data:`RECONNECT_CODE` (the owner is gone, or missed the message)."""
+
+ALIVE_PREFIX = "ct:alive:"
+"""``ct:alive:{process}`` exists while the process runs (renewed with its leases)."""
+
+
+def channel(process: str) -> str:
+    """The pub/sub channel of ``process``: ``ct:proc:{process}``."""
+    return f"ct:proc:{process}"
+
+
+def new_process_id() -> str:
+    """A process id unique over machines and restarts: ``{host}-{pid}-{random}``."""
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+@dataclass(slots=True)
+class ClusterSettings:
+    """``lease_ms``: a lease's life without renewal (default 5000 ms; renewed every third of it); ``sweep_s``:
+    seconds between sweeps for tables nobody owns; ``call_timeout_s``: how long a lobby operation forwarded to
+    another process may take before it is answered 503."""
+
+    lease_ms: int = 5000
+    sweep_s: float = 2.0
+    call_timeout_s: float = 10.0
+
+
+class RemoteTable:
+    """A table owned by another process, as a lobby answer needs it: its ``id`` and ``TABLE`` (:meth:`to_dict`)."""
+
+    remote = True
+
+    def __init__(self, table: dict[str, Any]) -> None:
+        self.id: str = table["id"]
+        self.game: str = table["game"]
+        self._table = table
+
+    def to_dict(self) -> dict[str, Any]:
+        """``TABLE`` as the owner sent it."""
+        return self._table
+
+
+class RemoteSocket:
+    """The owner's side of a relayed connection, shaped like the Starlette ``WebSocket`` that ``server/ws.py``
+    serves: frames arrive in :attr:`inbox` (ASGI ``websocket.receive`` / ``websocket.disconnect`` events), and
+    what is sent goes back to the process holding the client's socket."""
+
+    def __init__(self, cluster: Cluster, origin: str, conn: str) -> None:
+        self.cluster = cluster
+        self.origin = origin
+        self.conn = conn
+        self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.closed = False
+
+    async def receive(self) -> dict[str, Any]:
+        """The next frame from the client (or ``websocket.disconnect``)."""
+        return await self.inbox.get()
+
+    async def send_text(self, text: str) -> None:
+        """Send one message to the client, through its process."""
+        if not self.closed:
+            self.cluster.send(self.origin, {"op": "out", "conn": self.conn, "data": text})
+
+    async def close(self, code: int = 1000) -> None:
+        """Close the client's socket with ``code`` (its process closes it) and end this connection."""
+        if not self.closed:
+            self.closed = True
+            self.cluster.send(self.origin, {"op": "close", "conn": self.conn, "code": code})
+        self.inbox.put_nowait({"type": "websocket.disconnect", "code": code})
+
+
+class Cluster:
+    """This process's part in a service of several processes. Build with :meth:`open`, then :meth:`attach` the
+    manager; :meth:`hand_over` on SIGTERM, :meth:`close` at the end."""
+
+    def __init__(self, redis: Redis, store: Store, settings: ClusterSettings, process: str) -> None:
+        self.redis = redis
+        self.store = store
+        self.settings = settings
+        self.process = process
+        self.leases = Leases(redis, process, settings.lease_ms)
+        self.limits = SharedLimits(redis, settings.lease_ms * 2)
+        """Per-address limits counted over every process (``server/counters.py``)."""
+        self.manager: Manager | None = None
+        self.owned: dict[str, int] = {}
+        """Tables this process owns -> their epoch."""
+        self.draining = False
+        self.relays: dict[str, tuple[asyncio.Queue[dict[str, Any]], str, str]] = {}
+        """Origin side: relayed connection id -> (what the owner sent, table id, owner process)."""
+        self.remotes: dict[str, RemoteSocket] = {}
+        """Owner side: relayed connection id -> its socket."""
+        self.calls: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._outbox: asyncio.Queue[tuple[str, bytes]] = asyncio.Queue()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._taking: dict[str, asyncio.Lock] = {}
+        self._waiting: Counter[str] = Counter()
+        self._creating: set[str] = set()
+        self._last_renewal = time.monotonic()
+        self.relayed_messages = 0
+        """Messages relayed either way (for the benchmark)."""
+
+    @classmethod
+    async def open(cls, url: str, store: Store, settings: ClusterSettings | None = None) -> Cluster:
+        """Connect to Redis at ``url`` (``redis://HOST:PORT/DB``); ``ConnectionError`` if it does not answer."""
+        redis = Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5, health_check_interval=10)
+        await redis.ping()
+        return cls(redis, store, settings or ClusterSettings(), new_process_id())
+
+    def attach(self, manager: Manager) -> None:
+        """Start serving: the pub/sub listener, the publisher, lease renewal and the sweep for unowned tables."""
+        self.manager = manager
+        for coro, name in ((self._publish_loop(), "publish"), (self._listen_loop(), "listen"),
+                           (self._renew_loop(), "renew"), (self._sweep_loop(), "sweep")):
+            self._tasks.append(asyncio.create_task(coro, name=f"cardtable-cluster-{name}"))
+
+    async def close(self) -> None:
+        """Hand the tables over (if not done yet), stop the background tasks, disconnect from Redis."""
+        await self.hand_over()
+        for _ in range(100):  # let the publisher send the last messages (2 s at most)
+            if self._outbox.empty():
+                break
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.05)
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        with contextlib.suppress(Exception):
+            await self.redis.delete(ALIVE_PREFIX + self.process)
+        await self.redis.aclose()
+
+    # -- messages between processes ------------------------------------------------------------------
+
+    def send(self, process: str, message: dict[str, Any]) -> None:
+        """Queue ``message`` for ``process`` (published in order by one task; never waits)."""
+        self._outbox.put_nowait((channel(process), msgspec.json.encode(message)))
+
+    async def _publish_loop(self) -> None:
+        while True:
+            batch = [await self._outbox.get()]
+            while not self._outbox.empty():
+                batch.append(self._outbox.get_nowait())
+            try:
+                pipe = self.redis.pipeline(transaction=False)
+                for name, data in batch:
+                    pipe.publish(name, data)
+                await pipe.execute()
+            except Exception as error:  # Redis away: those messages are lost; relays notice and reconnect
+                log.warning("publishing %d messages failed: %s", len(batch), error)
+                await asyncio.sleep(0.2)
+
+    async def _listen_loop(self) -> None:
+        first = True
+        while True:
+            pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(channel(self.process), RELEASED)
+                if not first:  # messages may have been lost meanwhile: every relay starts again
+                    self._reset_relays()
+                first = False
+                while True:
+                    message = await pubsub.get_message(timeout=1.0)
+                    if message is not None:
+                        self._dispatch(message)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                log.warning("the pub/sub connection failed (%s): reconnecting", error)
+                self._reset_relays()
+                await asyncio.sleep(0.5)
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    def _reset_relays(self) -> None:
+        for inbox, _, _ in self.relays.values():
+            inbox.put_nowait({"op": "close", "code": RECONNECT_CODE})
+        for remote in list(self.remotes.values()):
+            remote.inbox.put_nowait({"type": "websocket.disconnect", "code": RECONNECT_CODE})
+
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        if message.get("type") != "message":
+            return
+        if message["channel"] in (RELEASED, RELEASED.encode()):
+            table_id = message["data"].decode() if isinstance(message["data"], bytes) else str(message["data"])
+            if not self.draining:
+                asyncio.get_running_loop().create_task(self._take_quietly(table_id))
+            return
+        body: dict[str, Any] = msgspec.json.decode(message["data"])
+        op = body.get("op")
+        conn = str(body.get("conn", ""))
+        self.relayed_messages += 1
+        if op in ("out", "close", "opened"):
+            relay = self.relays.get(conn)
+            if relay is not None:
+                relay[0].put_nowait(body)
+        elif op == "in":
+            remote = self.remotes.get(conn)
+            if remote is not None:
+                remote.inbox.put_nowait({"type": "websocket.receive", "text": body["data"]})
+        elif op == "bye":
+            remote = self.remotes.get(conn)
+            if remote is not None:
+                remote.closed = True
+                remote.inbox.put_nowait({"type": "websocket.disconnect", "code": 1000})
+        elif op == "open":
+            self._open_remote(body)
+        elif op == "call":
+            asyncio.get_running_loop().create_task(self._answer_call(body))
+        elif op == "reply":
+            future = self.calls.pop(str(body.get("id")), None)
+            if future is not None and not future.done():
+                future.set_result(body)
+
+    # -- ownership -----------------------------------------------------------------------------------
+
+    async def locate(self, table_id: str) -> Table | str | None:
+        """Where ``table_id`` lives: the live :class:`Table` here (taken now if nobody owned it), the id of the
+        process that owns it, or ``None`` when it is not open or in play anywhere."""
+        manager = self.manager
+        assert manager is not None
+        for _ in range(3):
+            table = manager.tables.get(table_id)
+            if table is not None:
+                return table
+            owner = await self.leases.owner(table_id)
+            if owner is not None and owner[0] != self.process:
+                return owner[0]
+            if owner is None:
+                table = await self.take(table_id)
+                if table is not None:
+                    return table
+                if await self.leases.owner(table_id) is None:
+                    return None  # not live: unknown, finished, or this process is stopping
+            await asyncio.sleep(0.05)  # being taken or dropped here, or lost a race: look again
+        return None
+
+    async def take(self, table_id: str) -> Table | None:
+        """Become the owner of ``table_id`` if nobody is: lease, fence at the database, rebuild from the record.
+        ``None`` when another process holds it, the table is not open or in play, or this process is stopping."""
+        manager = self.manager
+        assert manager is not None
+        lock = self._taking.setdefault(table_id, asyncio.Lock())
+        self._waiting[table_id] += 1
+        try:
+            async with asyncio.timeout(self.settings.lease_ms * 2 / 1000.0):  # never stuck: the next try will do
+                async with lock:
+                    return await self._take(table_id)
+        finally:
+            self._waiting[table_id] -= 1
+            if not self._waiting[table_id]:  # nobody else wants to take it now: forget the lock
+                del self._waiting[table_id]
+                self._taking.pop(table_id, None)
+
+    async def _take(self, table_id: str) -> Table | None:
+        manager = self.manager
+        assert manager is not None
+        if table_id in manager.tables:
+            return manager.tables[table_id]
+        if self.draining:
+            return None
+        epoch = await self.leases.acquire(table_id)
+        if epoch is None:
+            return None
+        self.owned[table_id] = epoch
+        try:
+            stored = await self.store.take(table_id, epoch)
+            if stored is not None and stored != epoch:
+                if not await self.leases.move_epoch(table_id, epoch, stored):
+                    stored = None
+                else:
+                    self.owned[table_id] = epoch = stored
+            if stored is None:
+                self.owned.pop(table_id, None)
+                await self.leases.release(table_id, epoch)
+                return None
+            self.store.fences[table_id] = epoch
+            rows = await self.store.load_tables(table_id=table_id, with_hands=True)
+            table = manager.restore(rows[0]) if rows else None
+            if table is not None:  # seats tied to accounts name them again, as after a restart
+                await restore_seat_accounts(self.store, {table_id: table})
+        except BaseException:  # failed, or timed out (cancelled): nothing of it stays
+            self.owned.pop(table_id, None)
+            self.store.fences.pop(table_id, None)
+            manager.tables.pop(table_id, None)
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(self.leases.release(table_id, epoch))
+            raise
+        if table is None:
+            self.owned.pop(table_id, None)
+            self.store.fences.pop(table_id, None)
+            await self.leases.release(table_id, epoch)
+            return None
+        self.adopt(table)
+        log.info("table %s: taken at epoch %d", table_id, epoch)
+        return table
+
+    async def _take_quietly(self, table_id: str) -> None:
+        try:
+            await self.take(table_id)
+        except Exception as error:
+            log.warning("table %s: taking it failed: %s", table_id, error)
+
+    async def claim_new(self, table_id: str) -> None:
+        """Own a table about to be created here: its lease and epoch (written with the table row). ``TableError``
+        503 when this process is stopping or the lease is somehow held."""
+        try:
+            epoch = None if self.draining else await self.leases.acquire(table_id)
+        except Exception:  # Redis away
+            epoch = None
+        if epoch is None:
+            raise TableError(503, "http.error", "this server process is stopping: try again", {"status": 503})
+        self.owned[table_id] = epoch
+        self.store.fences[table_id] = epoch
+        self._creating.add(table_id)
+
+    def forget_new(self, table_id: str) -> None:
+        """A table claimed by :meth:`claim_new` was not created after all: its lease goes at the next renewal."""
+        self._creating.discard(table_id)
+
+    def adopt(self, table: Table) -> None:
+        """Route ``table``'s store failures here: a refused (fenced) or failed write drops the table."""
+        self._creating.discard(table.id)
+
+        def lost(error: BaseException) -> None:
+            log.warning("table %s: a write failed (%s): dropping it here", table.id, error)
+            asyncio.get_running_loop().create_task(self.drop(table))
+
+        table.on_error = lost
+
+    async def drop(self, table: Table, *, release: bool = True) -> None:
+        """Stop ``table`` here: nothing more is acknowledged, its connections close with :data:`RECONNECT_CODE`,
+        its lease is released (if still ours) so that another process may take it and rebuild it from its record."""
+        manager = self.manager
+        assert manager is not None
+        if manager.tables.get(table.id) is not table:
+            return
+        del manager.tables[table.id]
+        epoch = self.owned.pop(table.id, None)
+        manager.disarm(table)
+        table.flush_spectators()
+        for peer in table.all_peers():
+            peer.close_code = RECONNECT_CODE
+            peer.close()
+        await table.stop()
+        self.store.fences.pop(table.id, None)
+        if table.status not in ("open", "playing"):
+            with contextlib.suppress(Exception):
+                await self.redis.hdel(LOBBY, table.id)
+        if release and epoch is not None:
+            with contextlib.suppress(Exception):
+                await self.leases.release(table.id, epoch)
+
+    async def _renew_loop(self) -> None:
+        interval = self.settings.lease_ms / 3000.0
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                async with asyncio.timeout(self.settings.lease_ms / 1000.0):
+                    await self.renew()
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                log.warning("renewing leases failed: %s", error)
+                if time.monotonic() - self._last_renewal > self.settings.lease_ms / 1000.0 * 0.8:
+                    await self._drop_all("leases not renewed in time")
+
+    async def renew(self) -> None:
+        """One renewal: extend every lease held, drop the tables whose lease is gone, say this process is alive,
+        end relayed connections whose other end is gone."""
+        manager = self.manager
+        assert manager is not None
+        started = time.monotonic()
+        for table_id in [t for t in self.owned if t not in manager.tables and t not in self._taking
+                         and t not in self._creating]:  # ended here (closed, abandoned): let it go
+            epoch = self.owned.pop(table_id)
+            self.store.fences.pop(table_id, None)
+            await self.leases.release(table_id, epoch)
+        held = {t: e for t, e in self.owned.items() if t in manager.tables}
+        lost = await self.leases.renew(held)
+        self._last_renewal = started
+        await self.redis.set(ALIVE_PREFIX + self.process, b"1", px=self.settings.lease_ms)
+        await self.limits.refresh()
+        live = {t: msgspec.json.encode(manager.tables[t].to_dict()) for t in held if t not in lost}
+        if live:
+            await self.redis.hset(LOBBY, mapping=live)  # type: ignore[arg-type]
+        for table_id in lost:
+            table = manager.tables.get(table_id)
+            if table is not None:
+                log.warning("table %s: lease lost: dropping it here", table_id)
+                await self.drop(table, release=False)
+        # Owner side: connections from a process that stopped.
+        origins = sorted({r.origin for r in self.remotes.values()})
+        if origins:
+            alive = await self.redis.exists(*(ALIVE_PREFIX + o for o in origins)) if len(origins) == 1 else None
+            gone: set[str] = set()
+            if alive is not None:
+                if not alive:
+                    gone = set(origins)
+            else:
+                pipe = self.redis.pipeline(transaction=False)
+                for origin in origins:
+                    pipe.exists(ALIVE_PREFIX + origin)
+                gone = {o for o, n in zip(origins, await pipe.execute(), strict=True) if not n}
+            for remote in list(self.remotes.values()):
+                if remote.origin in gone:
+                    remote.closed = True
+                    remote.inbox.put_nowait({"type": "websocket.disconnect", "code": 1006})
+        # Origin side: relays whose table changed owner (or has none any more).
+        if self.relays:
+            items = list(self.relays.values())
+            owners = await self.leases.owners([table_id for _, table_id, _ in items])
+            for (inbox, _, owner), now in zip(items, owners, strict=True):
+                if now is None or now[0] != owner:
+                    inbox.put_nowait({"op": "close", "code": RECONNECT_CODE})
+
+    async def _drop_all(self, reason: str) -> None:
+        manager = self.manager
+        assert manager is not None
+        for table in [manager.tables[t] for t in list(self.owned) if t in manager.tables]:
+            log.warning("table %s: %s: dropping it here", table.id, reason)
+            await self.drop(table, release=False)
+
+    async def _sweep_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.sweep_s * (0.75 + random.random() * 0.5))
+            if self.draining:
+                continue
+            try:
+                async with asyncio.timeout(self.settings.lease_ms * 4 / 1000.0):
+                    await self.sweep()
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                log.warning("the ownership sweep failed: %r", error)
+
+    async def sweep(self) -> int:
+        """Take every open or playing table that no process owns (its owner died); returns how many were taken."""
+        ids = await self.store.live_table_ids()
+        owners = await self.leases.owners(ids)
+        free = [t for t, o in zip(ids, owners, strict=True) if o is None]
+        random.shuffle(free)
+        taken = 0
+        for table_id in free:
+            if self.draining:
+                break
+            try:
+                taken += await self.take(table_id) is not None
+            except Exception as error:
+                log.warning("table %s: taking it failed: %r", table_id, error)
+        return taken
+
+    # -- relayed connections -------------------------------------------------------------------------
+
+    async def relay(self, websocket: WebSocket, table_id: str, owner: str, address: str) -> None:
+        """Serve a client connection to ``table_id``, owned by process ``owner``, by relaying it both ways until
+        either end closes; a relay whose owner changes is closed with :data:`RECONNECT_CODE`."""
+        conn = uuid.uuid4().hex
+        inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.relays[conn] = (inbox, table_id, owner)
+        self.send(owner, {"op": "open", "conn": conn, "table": table_id, "from": self.process, "address": address})
+
+        async def upstream() -> None:
+            while True:
+                received = await websocket.receive()
+                if received["type"] == "websocket.disconnect":
+                    return
+                data = received.get("text")
+                if data is None:
+                    data = (received.get("bytes") or b"").decode(errors="replace")
+                self.send(owner, {"op": "in", "conn": conn, "data": data})
+
+        async def downstream() -> int:
+            try:  # the owner answers "opened" at once; a relay nobody answers is closed (reconnect)
+                first = await asyncio.wait_for(inbox.get(), OPEN_TIMEOUT_S)
+            except TimeoutError:
+                return RECONNECT_CODE
+            if first.get("op") == "close":
+                return int(first.get("code", 1000))
+            if first.get("op") == "out":
+                await websocket.send_text(first["data"])
+            while True:
+                body = await inbox.get()
+                if body.get("op") == "opened":
+                    continue
+                if body.get("op") == "out":
+                    await websocket.send_text(body["data"])
+                else:
+                    return int(body.get("code", 1000))
+
+        up = asyncio.create_task(upstream())
+        down = asyncio.create_task(downstream())
+        try:
+            done, _ = await asyncio.wait({up, down}, return_when=asyncio.FIRST_COMPLETED)
+            if down in done and not down.cancelled() and down.exception() is None:
+                with contextlib.suppress(Exception):
+                    await websocket.close(code=down.result())
+            else:
+                self.send(owner, {"op": "bye", "conn": conn})
+        finally:
+            for task in (up, down):
+                task.cancel()
+            for task in (up, down):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            self.relays.pop(conn, None)
+
+    def _open_remote(self, body: dict[str, Any]) -> None:
+        manager = self.manager
+        assert manager is not None
+        origin, conn = str(body["from"]), str(body["conn"])
+        table = manager.tables.get(str(body.get("table")))
+        if table is None or self.draining:
+            self.send(origin, {"op": "close", "conn": conn, "code": RECONNECT_CODE})
+            return
+        remote = RemoteSocket(self, origin, conn)
+        self.remotes[conn] = remote
+        self.send(origin, {"op": "opened", "conn": conn})
+
+        async def run() -> None:
+            from cardtable.server.ws import serve_connection
+
+            try:
+                await serve_connection(manager, table, remote, str(body.get("address", "?")))  # type: ignore[arg-type]
+            except Exception:
+                log.exception("a relayed connection to table %s failed", table.id)
+            finally:
+                self.remotes.pop(conn, None)
+                await remote.close(RECONNECT_CODE if table.id not in manager.tables else 1000)
+
+        asyncio.get_running_loop().create_task(run())
+
+    # -- lobby operations on another process's table ----------------------------------------------------
+
+    async def call(self, owner: str, table_id: str, method: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Run lobby operation ``method`` (``join``, ``leave``, ``start``, ``play_join``) on ``table_id`` at its
+        owner ``owner`` and return its answer; its ``TableError`` is raised here, 503 when it does not answer."""
+        call_id = uuid.uuid4().hex
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.calls[call_id] = future
+        self.send(owner, {"op": "call", "id": call_id, "from": self.process, "table": table_id, "method": method,
+                          "args": args})
+        try:
+            reply = await asyncio.wait_for(future, self.settings.call_timeout_s)
+        except TimeoutError:
+            raise TableError(503, "http.error", "the server process holding this table did not answer: try again",
+                             {"status": 503}) from None
+        finally:
+            self.calls.pop(call_id, None)
+        if not reply.get("ok"):
+            raise TableError(int(reply["status"]), str(reply["code"]), str(reply["reason"]), reply.get("params"))
+        result: dict[str, Any] = reply["result"]
+        return result
+
+    async def _answer_call(self, body: dict[str, Any]) -> None:
+        manager = self.manager
+        assert manager is not None
+        reply: dict[str, Any] = {"op": "reply", "id": body.get("id")}
+        try:
+            table_id, args = str(body["table"]), dict(body.get("args") or {})
+            if table_id not in manager.tables or self.draining:
+                raise TableError(503, "http.error", "the table moved to another server process: try again",
+                                 {"status": 503})
+            reply["result"] = await manager.run_local(str(body["method"]), table_id, args)
+            reply["ok"] = True
+        except TableError as error:
+            reply.update(ok=False, status=error.status, code=error.code, reason=str(error), params=error.params)
+        except Exception as error:
+            log.exception("a forwarded %s failed", body.get("method"))
+            reply.update(ok=False, status=503, code="http.error", reason=f"the operation failed: {error}",
+                         params={"status": 503})
+        self.send(str(body["from"]), reply)
+
+    async def lobby(self, table_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """``TABLE`` of each of ``table_ids`` as its owner last published it (those it published)."""
+        if not table_ids:
+            return {}
+        try:
+            values = await self.redis.hmget(LOBBY, table_ids)
+        except Exception:  # Redis away: the database's view will do
+            return {}
+        return {t: msgspec.json.decode(v) for t, v in zip(table_ids, values, strict=True) if v is not None}
+
+    @contextlib.asynccontextmanager
+    async def lock(self, name: str) -> AsyncIterator[None]:
+        """A lock over all processes (Redis, expiring after 10 s should its holder die); ``TableError`` 503 when
+        it cannot be had within 15 s."""
+        lock = self.redis.lock(f"ct:lock:{name}", timeout=10, blocking_timeout=15)
+        try:
+            acquired = await lock.acquire()
+        except Exception:  # Redis away
+            acquired = False
+        if not acquired:
+            raise TableError(503, "http.error", "the service is busy: try again", {"status": 503})
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):
+                await lock.release()
+
+    # -- stopping ------------------------------------------------------------------------------------
+
+    async def hand_over(self) -> None:
+        """Stop taking tables and give every table up at once: stop it, release its lease, name it on
+        :data:`RELEASED` (another process takes it), close its connections with :data:`RECONNECT_CODE`, and close
+        the relayed connections this process holds (their clients reconnect). Idempotent."""
+        if self.draining:
+            return
+        self.draining = True
+        manager = self.manager
+        if manager is None:
+            return
+        released: list[str] = []
+        for table_id in list(self.owned):
+            table = manager.tables.get(table_id)
+            if table is None:
+                continue
+            await self.drop(table)
+            released.append(table_id)
+        for table_id in released:
+            with contextlib.suppress(Exception):
+                await self.redis.publish(RELEASED, table_id)
+        for inbox, _, _ in self.relays.values():
+            inbox.put_nowait({"op": "close", "code": RECONNECT_CODE})
+        log.info("handed over %d tables", len(released))

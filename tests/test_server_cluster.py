@@ -1,0 +1,285 @@
+"""Several ``cardtable serve --redis`` processes on one PostgreSQL and one Redis (``server/cluster.py``), as real
+processes: relayed play across two processes, SIGKILL of an owner, split brain (SIGSTOP past the lease), Redis
+restarted and PostgreSQL unreachable mid-game, a rolling restart.
+
+The ground truth is the stored record: it is replayed (``cardtable.replay.fold``) and every ``update`` a spectator
+received must show the public view of the record at that version: an acknowledged action lost, or a version
+acknowledged twice with different actions (a fork), fails. Epochs stored with the actions never go down.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from cluster_harness import Client, Message, Proc, TcpProxy, check_record, port_open, start, wait_for
+from services import Postgres, free_port, new_database
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+
+BOTS3 = [{"kind": "bot", "bot": "greedy:medium"}] * 3
+
+
+@pytest.fixture
+def pg_db(postgres: Postgres) -> str:
+    """A fresh database in the session's PostgreSQL."""
+    return new_database(postgres)
+
+
+@pytest.fixture
+def procs() -> Iterator[list[Proc]]:
+    """Processes a test starts (appended to this list): stopped at the end."""
+    started: list[Proc] = []
+    yield started
+    for proc in started:
+        if proc.proc is not None and proc.alive:
+            proc.stop(signal.SIGKILL)
+
+
+def nerts_table(proc: Proc) -> tuple[str, str]:
+    """A Nerts table of one person (idle) and three bots, started at once; its id and the person's token."""
+    made = proc.post("/api/tables", {"game": "nerts", "options": {"players": 4}, "seats": [{"kind": "open"}, *BOTS3],
+                                     "grace_seconds": 600})
+    return str(made["table"]["id"]), str(made["token"])
+
+
+def progressed(client: Client, beyond: int) -> bool:
+    return client.last_version() > beyond
+
+
+def test_two_processes_play_a_table_to_the_end(pg_db: str, redis_url: str, procs: list[Proc], tmp_path: Path) -> None:
+    """A person on each process (one connection relayed), bots, spectators on both: the table is played to the
+    end and both spectators see the same versions; the lobby of either process lists it."""
+    a, b = start(procs, pg_db, redis_url, tmp_path / "a.log", tmp_path / "b.log")
+    made = a.post("/api/tables", {
+        "game": "anemone", "options": {"players": 4, "rounds": 1}, "autostart": False,
+        "seats": [{"kind": "open"}, {"kind": "open"}, {"kind": "bot", "bot": "heuristic"},
+                  {"kind": "bot", "bot": "heuristic"}]})
+    tid = made["table"]["id"]
+    joined = b.post(f"/api/tables/{tid}/join", {"name": "bea"})  # forwarded to the owner
+    assert joined["seat"] == 1
+    assert [t["id"] for t in b.get("/api/tables?status=open")] == [tid]
+    clients = [Client([a], tid, made["token"], play=True), Client([b], tid, joined["token"], play=True),
+               Client([a], tid, None), Client([b], tid, None)]
+    for client in clients:
+        client.start()
+    wait_for(lambda: all(c.seen("snapshot") for c in clients), 30, "every connection's snapshot")
+    # The lobby of the other process shows the owner's live table (published through Redis).
+    wait_for(lambda: all(s.get("connected") for s in b.get(f"/api/tables/{tid}")["seats"][:2]), 30,
+             "both people shown connected by either process")
+    b.post(f"/api/tables/{tid}/start", {"token": joined["token"]})
+
+    def finished(client: Client) -> bool:
+        return any(m["table"]["status"] == "finished" for m in client.seen("table"))
+
+    try:
+        wait_for(lambda: all(finished(c) for c in clients[2:]), 120, "the end of the game on both spectators")
+    finally:
+        for client in clients:
+            client.close()
+    assert clients[2].versions() == clients[3].versions()
+    assert clients[1].seen("ack"), "the relayed person's actions were acknowledged"
+    count = check_record(pg_db, tid, clients[2:], clients)
+    assert count == clients[2].versions()[-1]
+    assert [t["id"] for t in a.get("/api/tables?status=finished")] == [tid]
+
+
+def test_sigkill_owner_another_process_takes_over(pg_db: str, redis_url: str, procs: list[Proc],
+                                                 tmp_path: Path) -> None:
+    """SIGKILL the owner mid-hand: the other process takes the table (the lease is 2 s here), the clients
+    reconnect through it, nothing acknowledged is lost, the hand and its clock go on."""
+    a, b = start(procs, pg_db, redis_url, tmp_path / "a.log", tmp_path / "b.log")
+    tid, token = nerts_table(a)
+    person = Client([a, b], tid, token)
+    watcher = Client([b], tid, None)  # relayed through b to a
+    for client in (person, watcher):
+        client.start()
+    wait_for(lambda: watcher.last_version() >= 8, 60, "play to go on")
+    a.signal(signal.SIGKILL)
+    killed_at = time.monotonic()
+    before = max(person.last_version(), watcher.last_version())
+    with watcher.lock:
+        seen = list(watcher.messages)
+    first = next(i for i, m in enumerate(seen) if m["type"] == "snapshot")
+    hand = seen[first]["hand"] + sum(1 for m in seen[first:] if m["type"] == "hand_over")
+    current = seen[max((i for i, m in enumerate(seen) if m["type"] == "hand_over"), default=0):]
+    last_ms = max((m["view"]["ms"] for m in current if m["type"] == "update"), default=0)
+    try:
+        wait_for(lambda: progressed(watcher, before + 3) and progressed(person, before + 3), 60,
+                 "play to go on after the owner died")
+    finally:
+        for client in (person, watcher):
+            client.close()
+    taken_s = time.monotonic() - killed_at
+    assert b.port in person.connects, "the person reconnected through the other process"
+    resumed = [m for m in person.seen("snapshot") if m["v"] >= before]
+    assert resumed and resumed[0]["v"] >= before  # nothing acknowledged was lost
+    if resumed[0]["view"] is not None and resumed[0]["hand"] == hand:
+        assert resumed[0]["view"]["ms"] >= last_ms  # the hand's clock never goes backwards
+    check_record(pg_db, tid, [watcher], [person, watcher])
+    print(f"taken over and playing again {taken_s:.1f} s after SIGKILL")
+
+
+def test_split_brain_old_owner_acknowledges_nothing_more(pg_db: str, redis_url: str, procs: list[Proc],
+                                                         tmp_path: Path) -> None:
+    """SIGSTOP the owner past its lease: the other process takes the table and play goes on; after SIGCONT the
+    first process acknowledges nothing more for it, and the record has no duplicate or forked version."""
+    a, b = start(procs, pg_db, redis_url, tmp_path / "a.log", tmp_path / "b.log")
+    tid, token = nerts_table(a)
+    direct = Client([a], tid, None)  # straight to the owner, kept across the pause
+    watcher = Client([b], tid, None)
+    person = Client([a, b], tid, token)
+    for client in (direct, watcher, person):
+        client.start()
+    wait_for(lambda: direct.last_version() >= 8, 60, "play to go on")
+    a.signal(signal.SIGSTOP)
+    try:
+        paused_at = direct.last_version()
+        wait_for(lambda: progressed(watcher, paused_at + 5), 60, "the other process to take over and play on")
+        taken = next(m for m in watcher.seen("snapshot") if m["v"] >= paused_at)["v"]
+    finally:
+        a.signal(signal.SIGCONT)
+    wait_for(lambda: direct.closes, 30, "the old owner to drop the table and close its connections")
+    wait_for(lambda: progressed(watcher, taken + 10), 60, "play to go on")
+    for client in (direct, watcher, person):
+        client.close()
+    # On its own connection the old owner never sent a version beyond what the new owner found stored (and
+    # check_record below compares every update it sent with the record).
+    assert max(int(m["v"]) for m in direct.seen("update") if m["_conn"] == 0) <= taken
+    assert direct.closes[0] == 1012  # "reconnect"
+    check_record(pg_db, tid, [direct, watcher], [direct, watcher, person])
+
+
+def redis_at(port: int, folder: Path) -> subprocess.Popen[bytes]:
+    binary = shutil.which("redis-server") or "/usr/bin/redis-server"
+    process = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
+                                "no", "--dir", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for(lambda: port_open(port), 20, "redis to start")
+    return process
+
+
+def test_redis_restart_and_database_cut_recover(postgres: Postgres, procs: list[Proc], tmp_path: Path) -> None:
+    """Redis restarted (empty) mid-game, then PostgreSQL unreachable for a moment: actions are refused or delayed,
+    never acknowledged without being stored, and play goes on by itself."""
+    db = new_database(postgres)
+    proxy = TcpProxy(int(db.split("@127.0.0.1:")[1].split("/")[0]))
+    db_via_proxy = db.replace(f":{proxy.target_port}/", f":{proxy.port}/")
+    port = free_port()
+    folder = Path(tempfile.mkdtemp(prefix="cardtable-redis-"))
+    redis = redis_at(port, folder)
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        a, b = start(procs, db_via_proxy, url, tmp_path / "a.log", tmp_path / "b.log")
+        tid, token = nerts_table(a)
+        watcher = Client([b, a], tid, None)
+        person = Client([a, b], tid, token)
+        for client in (watcher, person):
+            client.start()
+        wait_for(lambda: watcher.last_version() >= 5, 60, "play to go on")
+        redis.terminate()
+        redis.wait(10)
+        time.sleep(3)
+        redis = redis_at(port, folder)
+        mark = watcher.last_version()
+        wait_for(lambda: progressed(watcher, mark + 5), 60, "play to go on after Redis restarted")
+        proxy.cut()
+        time.sleep(2)
+        proxy.restore()
+        mark = watcher.last_version()
+        wait_for(lambda: progressed(watcher, mark + 5), 60, "play to go on after the database came back")
+        for client in (watcher, person):
+            client.close()
+        assert 1012 in watcher.closes + person.closes
+        check_record(db, tid, [watcher], [watcher, person])
+    finally:
+        redis.terminate()
+        redis.wait(10)
+        proxy.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_rolling_restart_loses_nothing(pg_db: str, redis_url: str, procs: list[Proc], tmp_path: Path) -> None:
+    """Two processes restarted one at a time (SIGTERM, then a new one) while two tables play: every table goes on,
+    nothing acknowledged is lost; a stopping process closes its connections with 1012."""
+    a, b = start(procs, pg_db, redis_url, tmp_path / "a.log", tmp_path / "b.log")
+    tables = [nerts_table(a), nerts_table(b)]
+    pool = [a, b]
+    watchers = [Client(pool, tid, None) for tid, _ in tables]
+    rpool = [b, a]
+    people = [Client(rpool, tid, token) for tid, token in tables]
+    for client in watchers + people:
+        client.start()
+    wait_for(lambda: all(w.last_version() >= 5 for w in watchers), 60, "play on both tables")
+    for i, old in enumerate((a, b)):  # each replaced by a new process, started first
+        (new,) = start(procs, pg_db, redis_url, tmp_path / f"new{i}.log")
+        pool[pool.index(old)] = new
+        rpool[rpool.index(old)] = new
+        assert old.stop(signal.SIGTERM) in (0, -signal.SIGTERM)  # uvicorn ends by raising the signal it caught
+        assert "handed over" in old.log.read_text()
+        marks = [w.last_version() for w in watchers]
+        wait_for(lambda marks=marks: all(progressed(w, m + 3) for w, m in zip(watchers, marks, strict=True)), 60,
+                 "both tables to play on after the restart")
+    for client in watchers + people:
+        client.close()
+    assert 1012 in [code for c in watchers + people for code in c.closes]
+    for (tid, _), watcher, person in zip(tables, watchers, people, strict=True):
+        check_record(pg_db, tid, [watcher], [watcher, person])
+
+
+def test_limits_and_play_now_hold_over_both_processes(pg_db: str, redis_url: str, procs: list[Proc],
+                                                      tmp_path: Path) -> None:
+    """Play now pressed at once on both processes seats both people at one table; the per-address limits on
+    sockets and table creations, and the sign-in failure limit per name, count over both processes (Redis)."""
+    import threading
+
+    from websockets.sync.client import connect
+
+    env = {"CARDTABLE_MAX_SOCKETS_PER_ADDRESS": "3", "CARDTABLE_CREATES_PER_MINUTE": "1",
+           "CARDTABLE_CREATE_BURST": "4"}
+    a, b = (Proc(pg_db, redis_url, tmp_path / f"{n}.log", env=env) for n in "ab")
+    procs.extend((a, b))
+    for proc in (a, b):
+        proc.start(wait=False)
+    for proc in (a, b):
+        wait_for(proc.ready, 90, "the servers to answer")
+    seated: list[Message] = []
+    pressers = [threading.Thread(target=lambda p=p: seated.append(p.post("/api/play", {"game": "nerts"})))
+                for p in (a, b)]
+    for presser in pressers:
+        presser.start()
+    for presser in pressers:
+        presser.join(60)
+    assert len(seated) == 2 and seated[0]["table"]["id"] == seated[1]["table"]["id"]
+    assert sorted(s["seat"] for s in seated) == [0, 1]
+    tid = seated[0]["table"]["id"]
+    # Table creations: 2 tokens left of the burst of 4, over both processes.
+    body = {"game": "nerts", "options": {"players": 2}, "seats": [{"kind": "open"}, {"kind": "open"}]}
+    assert httpx.post(a.base + "/api/tables", json=body, timeout=20).status_code == 201
+    assert httpx.post(b.base + "/api/tables", json=body, timeout=20).status_code == 201
+    refused = httpx.post(a.base + "/api/tables", json=body, timeout=20)
+    assert refused.status_code == 429 and refused.json()["code"] == "table.create_limit"
+    # Sockets: 3 per address over both processes.
+    sockets = [connect(f"ws://127.0.0.1:{p.port}/ws/tables/{tid}", open_timeout=10) for p in (a, b, a)]
+    try:
+        with connect(f"ws://127.0.0.1:{b.port}/ws/tables/{tid}", open_timeout=10) as extra:
+            assert json.loads(extra.recv(timeout=10))["code"] == "connection.server_limit"
+    finally:
+        for ws in sockets:
+            ws.close()
+    # Sign-in failures for one name: 5, wherever they were tried.
+    for i in range(5):
+        wrong = httpx.post((a, b)[i % 2].base + "/api/session", json={"name": "nobody", "password": "x" * 12},
+                           timeout=30)
+        assert wrong.status_code == 401
+    limited = httpx.post(b.base + "/api/session", json={"name": "nobody", "password": "x" * 12}, timeout=30)
+    assert limited.status_code == 429

@@ -1,0 +1,101 @@
+"""The nginx configuration of ``docs/deploy.md`` ("Several processes"), run with Debian's nginx in front of two
+``cardtable serve --redis`` processes: two people play one table through the proxy (their sockets spread over
+both processes), one process is killed, and the game goes on through the other with nothing lost."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from redis import Redis
+
+from cluster_harness import Client, Proc, check_record, port_open, start, wait_for
+from services import Postgres, free_port, new_database
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+
+NGINX = "/usr/sbin/nginx"
+DEPLOY = Path(__file__).resolve().parent.parent / "docs" / "deploy.md"
+
+
+def documented_config() -> str:
+    """The ``nginx`` block of docs/deploy.md."""
+    blocks = re.findall(r"```nginx\n(.*?)```", DEPLOY.read_text(encoding="utf-8"), re.S)
+    assert len(blocks) == 1
+    return blocks[0]
+
+
+class Front:
+    """nginx seen as one more process by the test clients (``port``, ``alive``)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.alive = True
+
+
+@pytest.fixture
+def nginx_at(tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for process in started:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.mark.skipif(not Path(NGINX).exists() or shutil.which("redis-server") is None, reason="needs nginx and redis")
+def test_nginx_in_front_of_two_processes(postgres: Postgres, redis_url: str, tmp_path: Path,
+                                         nginx_at: list[subprocess.Popen[bytes]]) -> None:
+    procs: list[Proc] = []
+    try:
+        db = new_database(postgres)
+        a, b = start(procs, db, redis_url, tmp_path / "a.log", tmp_path / "b.log")
+        front_port = free_port()
+        config = (documented_config().replace("127.0.0.1:8001", f"127.0.0.1:{a.port}")
+                  .replace("127.0.0.1:8002", f"127.0.0.1:{b.port}")
+                  .replace("127.0.0.1:8000", f"127.0.0.1:{front_port}"))
+        (tmp_path / "logs").mkdir()
+        (tmp_path / "nginx.conf").write_text(
+            f"pid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/logs/error.log;\nevents {{}}\nhttp {{\n"
+            f"access_log off;\nclient_body_temp_path {tmp_path}/body;\nproxy_temp_path {tmp_path}/proxy;\n"
+            f"{config}\n}}\n")
+        nginx_at.append(subprocess.Popen([NGINX, "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf"),
+                                          "-g", "daemon off;"], stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.PIPE))
+        wait_for(lambda: port_open(front_port), 20, "nginx to listen")
+        front = Proc(db, None, tmp_path / "unused.log")
+        front.port = front_port  # HTTP helpers only: nginx is the address clients know
+        made = front.post("/api/tables", {
+            "game": "nerts", "options": {"players": 4}, "grace_seconds": 600, "autostart": False,
+            "seats": [{"kind": "open"}, {"kind": "open"}, {"kind": "bot", "bot": "greedy:medium"},
+                      {"kind": "bot", "bot": "greedy:medium"}]})
+        tid = made["table"]["id"]
+        joined = front.post(f"/api/tables/{tid}/join", {"name": "bea"})
+        via = Front(front_port)
+        people = [Client([via], tid, made["token"]), Client([via], tid, joined["token"])]  # type: ignore[list-item]
+        watchers = [Client([via], tid, None) for _ in range(2)]  # type: ignore[list-item]
+        for client in people + watchers:
+            client.start()
+        wait_for(lambda: all(c.seen("snapshot") for c in people + watchers), 30, "every snapshot")
+        front.post(f"/api/tables/{tid}/start", {"token": made["token"]})
+        wait_for(lambda: all(w.last_version() >= 6 for w in watchers), 60, "play through the proxy")
+        lease = Redis.from_url(redis_url).get(f"ct:lease:{tid}")
+        assert lease is not None
+        owner_pid = int(lease.decode().rsplit(":", 1)[0].split("-")[-2])
+        owner = a if a.proc is not None and a.proc.pid == owner_pid else b
+        owner.stop(signal.SIGKILL)
+        marks = [w.last_version() for w in watchers]
+        wait_for(lambda: all(w.last_version() > m + 3 for w, m in zip(watchers, marks, strict=True)), 60,
+                 "play to go on through the proxy after a process died")
+        for client in people + watchers:
+            client.close()
+        check_record(db, tid, watchers, people + watchers)
+    finally:
+        for proc in procs:
+            if proc.alive:
+                proc.stop(signal.SIGKILL)
