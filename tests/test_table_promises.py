@@ -457,9 +457,15 @@ async def test_a_match_as_a_seat_and_a_spectator_see_it(store: Store) -> None:
                        for got in seen.values())
 
         await until(told_finished)  # table messages are coalesced: the last may come table_message_interval_s later
-        async with store.engine.connect() as conn:  # the match's results are recorded (server/results.py)
-            seats = (await conn.execute(select(match_seats.c.seat).where(match_seats.c.table_id == table.id))).all()
-        assert sorted(row.seat for row in seats) == [0, 1]
+        recorded: list[int] = []
+        for _ in range(500):  # the match's results are recorded (server/results.py), right after the last message
+            async with store.engine.connect() as conn:
+                rows = (await conn.execute(select(match_seats.c.seat).where(match_seats.c.table_id == table.id))).all()
+            recorded = sorted(row.seat for row in rows)
+            if recorded:
+                break
+            await asyncio.sleep(0.02)
+        assert recorded == [0, 1]
         for peer, view_seat in ((seat, 0), (watcher, None)):
             got = seen[peer]
             assert [m["type"] for m in got[:2]] == ["welcome", "snapshot"]
