@@ -7,10 +7,12 @@ tables of ``--seats`` scripted clients each (every client sends ``--rate`` actio
 random table for 0.5 to 3 s, then leaves (one in five drops its TCP connection without a close frame). A table whose
 match ends is replaced by a new one. Every ``--report`` seconds prints the window's acks/s, ack latency p50/p99/max,
 rejects, errors and the server's RSS; at the end, RSS after the warm-up and at the end, and their ratio (target:
-within 10 %), p99 over time, and the error count (target 0). The warm-up starts once every table is open.
+within 10 %), p99 over time, and the error count (target 0). The warm-up starts once every table is open. Exits 1 (after printing why) on any error, a traceback
+in the server's log, a table that did not open, or RSS growth beyond ``--max-rss-growth`` (10 %) after the
+warm-up; CI runs it for a minute (``.ci/run``).
 
     .venv/bin/python bench/soak.py --minutes 30          # the issue's soak
-    .venv/bin/python bench/soak.py --minutes 1 --tables 50
+    .venv/bin/python bench/soak.py --minutes 1 --tables 60 --report 10   # what CI runs
 
 The baseline is the run's own state after warm-up (RSS, first window's p99). Loopback only; at most 500 tables.
 """
@@ -224,6 +226,7 @@ async def run(args: argparse.Namespace) -> int:
     seconds = args.minutes * 60.0
     warmup = max(10.0, min(120.0, seconds * 0.2))
     tmp = tempfile.mkdtemp(prefix="cardtable-soak-")
+    failures: list[str] = []
     port = free_port()
     env = dict(os.environ, CARDTABLE_GRACE_SECONDS="3600", CARDTABLE_MAX_SOCKETS_PER_ADDRESS="100000",
                CARDTABLE_CREATES_PER_MINUTE="100000", CARDTABLE_CREATE_BURST="100000",
@@ -279,12 +282,23 @@ async def run(args: argparse.Namespace) -> int:
                 last = now
             for task in tasks:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            for result in await asyncio.gather(*tasks, return_exceptions=True):
+                if isinstance(result, Exception):  # a table or spectator loop that died (not cancelled)
+                    soak.error(f"a client loop failed: {result!r}")
             rss_end = rss_mb(server.pid)
+            ratio = rss_end / (rss_after_warmup or rss_end)
             print(f"RSS after warm-up {rss_after_warmup or float('nan'):.1f} MB, at the end {rss_end:.1f} MB, "
-                  f"ratio {rss_end / (rss_after_warmup or rss_end):.3f} (target <= 1.10)")
+                  f"ratio {ratio:.3f} (target <= {1 + args.max_rss_growth:.2f})")
             print("p99 ack over time (ms): " + ", ".join(f"{v:.1f}" for v in p99s))
             print(f"errors: {soak.errors}" + "".join(f"\n  {d}" for d in soak.details))
+            if rss_after_warmup is None:
+                failures.append("no report after the warm-up (RSS not measured)")
+            elif ratio > 1 + args.max_rss_growth:
+                failures.append(f"RSS grew {100 * (ratio - 1):.1f}% after the warm-up")
+            if soak.errors:
+                failures.append(f"{soak.errors} errors")
+            if soak.opened < tables_n:
+                failures.append(f"only {soak.opened} of {tables_n} tables opened")
     finally:
         server.terminate()
         try:
@@ -297,7 +311,9 @@ async def run(args: argparse.Namespace) -> int:
         print(f"server log: {tracebacks} tracebacks")
         if tracebacks:
             print(log[-3000:])
-    return 0
+            failures.append(f"{tracebacks} tracebacks in the server log")
+    print("soak: FAILED: " + "; ".join(failures) if failures else "soak: passed")
+    return 1 if failures else 0
 
 
 def main() -> None:
@@ -309,6 +325,8 @@ def main() -> None:
     parser.add_argument("--spectators", type=int, default=40, help="spectator connections coming and going")
     parser.add_argument("--report", type=float, default=30.0, help="seconds between reports")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--max-rss-growth", type=float, default=0.10,
+                        help="RSS growth after the warm-up beyond which the soak fails (0.10: 10%%)")
     args = parser.parse_args()
     try:  # the server runs on uvloop (uvicorn's default when installed); so do the clients
         import uvloop

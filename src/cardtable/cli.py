@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -12,6 +12,7 @@ from rich.table import Table
 
 from cardtable import records
 from cardtable.replay import IllegalRecordAction, ReplayResult, fold
+from cardtable.serve_options import given, with_setting_options
 
 app = typer.Typer(help="cardtable: Nerts and Enemy Anemone, with friends and bots.", no_args_is_help=True)
 simulate_app = typer.Typer(help="Play bot-only hands or games and summarise them.", no_args_is_help=True)
@@ -21,6 +22,7 @@ console = Console()
 
 
 @app.command()
+@with_setting_options
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
@@ -33,13 +35,16 @@ def serve(
         typer.Option(help="Redis URL (redis://HOST:6379/0): run as one of several processes sharing --db "
                           "(PostgreSQL); see docs/deploy.md."),
     ] = None,
+    **settings: Any,
 ) -> None:
-    """Host tables for people and bots: the lobby and both games at http://HOST:PORT/."""
+    """Host tables for people and bots: the lobby and both games at http://HOST:PORT/. Every setting is also an
+    option (below, "Settings") and an environment variable (docs/deploy.md); an option wins over its variable."""
     from cardtable.server.app import serve as run_server
+    from cardtable.server.settings import settings_from_env
 
     shown = f"[{host}]" if ":" in host else host
     console.print(f"cardtable: open [bold]http://{shown}:{port}/[/bold] in your browser (Ctrl+C stops the server)")
-    run_server(host=host, port=port, db=db, redis=redis)
+    run_server(host=host, port=port, db=db, redis=redis, settings=settings_from_env(**given(settings)))
 
 
 def _print_result(result: ReplayResult, seats: list[records.Seat]) -> None:

@@ -31,38 +31,12 @@ from cardtable.server.counters import SharedLimiter
 from cardtable.server.guard import BodyGuard, describe_validation_errors, error_body, guarded_h11
 from cardtable.server.lobby import router
 from cardtable.server.manager import Manager
+from cardtable.server.settings import Settings, settings_from_env
 from cardtable.server.store import Store
-from cardtable.server.table import Settings, TableError
+from cardtable.server.table import TableError
 from cardtable.server.ws import table_socket
 
 STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
-
-
-
-ENV_NAMES = {
-    "default_grace_s": "CARDTABLE_GRACE_SECONDS", "hand_pause_s": "CARDTABLE_HAND_PAUSE",
-    "bot_pace": "CARDTABLE_BOT_PACE", "anemone_bot_delay_ms": "CARDTABLE_ANEMONE_BOT_DELAY_MS",
-    "play_now_start_s": "CARDTABLE_PLAY_NOW_START", "solo_start_s": "CARDTABLE_SOLO_START",
-}
-"""Environment variables of the older settings; every other :class:`Settings` field ``x`` is ``CARDTABLE_X``."""
-
-
-def settings_from_env(**overrides: float) -> Settings:
-    """:class:`Settings` from the environment: ``CARDTABLE_GRACE_SECONDS`` (default 60), ``CARDTABLE_HAND_PAUSE``
-    (seconds between hands, 4), ``CARDTABLE_BOT_PACE`` (bot delay multiplier, 1.0),
-    ``CARDTABLE_ANEMONE_BOT_DELAY_MS`` (700), ``CARDTABLE_PLAY_NOW_START`` (seconds a Play now table waits before it
-    starts, 5), ``CARDTABLE_SOLO_START`` (seconds a table of one person and bots waits for its creator's connection,
-    3) and, for every other field, ``CARDTABLE_`` and its name in capitals
-    (``CARDTABLE_MAX_BODY_BYTES``; ``docs/deploy.md``); keyword ``overrides`` win. ``ValueError`` for a value that
-    is not a number."""
-    settings = Settings()
-    for attr in (f.name for f in dataclasses.fields(Settings)):
-        var = ENV_NAMES.get(attr, f"CARDTABLE_{attr.upper()}")
-        if var in os.environ:
-            setattr(settings, attr, type(getattr(settings, attr))(float(os.environ[var])))
-    for attr, value in overrides.items():
-        setattr(settings, attr, type(getattr(settings, attr))(value))
-    return settings
 
 
 def cluster_settings_from_env() -> ClusterSettings:

@@ -25,6 +25,7 @@ from cardtable.server.bots import drive_seat
 from cardtable.server.fairness import FairGate
 from cardtable.server.play import Peer, Play
 from cardtable.server.results import record_finished
+from cardtable.server.settings import Settings as Settings  # re-exported: the server imports it from here too
 from cardtable.server.store import SeatRow, Store, TableRow
 
 log = logging.getLogger("cardtable.server.table")
@@ -76,57 +77,6 @@ class SeatState:
     account: tuple[str, str] | None = None
     """``(token hash, account name)`` when the seat was tied to an account (``server/accounts.py``); it counts only
     while the seat's token hash is that one, so a seat left and taken again is nobody's account."""
-
-
-@dataclass(slots=True)
-class Settings:
-    """Server-wide knobs, each with its default (``docs/deploy.md`` lists them with their environment variables).
-
-    Play: ``hand_pause_s`` between hands, ``bot_pace`` multiplies bot delays (tests use small ones),
-    ``anemone_bot_delay_ms`` is an Enemy Anemone bot's pause before it plays, ``default_grace_s`` the grace before a
-    bot plays for an absent person.
-
-    HTTP (``server/guard.py``): ``max_body_bytes`` per request body, ``max_header_bytes`` for a request's head,
-    ``request_timeout_s`` for a whole request to arrive, ``keep_alive_s`` an idle connection is kept,
-    ``max_connections_per_address`` open HTTP connections per client address.
-
-    Connections to a table (``docs/protocol.md``, "Limits"): ``max_connections_per_token`` per seat token,
-    ``max_connections_per_address_per_table``, ``max_spectators`` per table, ``max_sockets_per_address`` over the
-    whole server, ``max_outbox`` messages waiting for a slow connection before it is dropped, and
-    ``table_message_interval_s``: ``table`` messages are coalesced to at most one per this interval.
-
-    Tables: ``open_table_idle_s`` an open table with nobody connected lives, ``abandon_after_s`` a table in play
-    with no person connected lives beyond its grace before it ends as abandoned, ``expiry_check_s`` between sweeps,
-    ``creates_per_minute`` and ``create_burst`` per client address, ``page_size`` and ``max_page_size`` of
-    ``GET /api/tables``.
-    """
-
-    hand_pause_s: float = 4.0
-    bot_pace: float = 1.0
-    anemone_bot_delay_ms: int = 700
-    default_grace_s: float = 60.0
-    max_body_bytes: int = 65536
-    max_header_bytes: int = 16384
-    request_timeout_s: float = 10.0
-    keep_alive_s: int = 5
-    max_connections_per_address: int = 64
-    max_connections_per_token: int = 4
-    max_connections_per_address_per_table: int = 8
-    max_spectators: int = 500
-    max_sockets_per_address: int = 128
-    max_outbox: int = 500
-    table_message_interval_s: float = 0.25
-    open_table_idle_s: float = 1800.0
-    abandon_after_s: float = 600.0
-    expiry_check_s: float = 30.0
-    creates_per_minute: float = 10.0
-    create_burst: int = 20
-    page_size: int = 50
-    max_page_size: int = 200
-    play_now_start_s: float = 5.0
-    """Seconds a Play now table against bots waits for other people before it starts by itself."""
-    solo_start_s: float = 3.0
-    """Seconds a table whose other seats are all bots waits for its creator's connection before it starts anyway."""
 
 
 class TableError(ValueError):

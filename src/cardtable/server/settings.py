@@ -1,0 +1,124 @@
+"""The server's settings (``docs/deploy.md``): one :class:`Settings` of knobs with defaults, each also set by an
+environment variable and by a ``cardtable serve`` option of the same name.
+
+``CARDTABLE_`` and the setting's name in capitals (``CARDTABLE_MAX_BODY_BYTES``), except the older ones in
+:data:`ENV_NAMES`; the option is the variable's name without the prefix, in lower case with dashes
+(``--max-body-bytes``, ``--grace-seconds``). This module imports nothing heavy, so that the command line can list
+the options without loading the server.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+
+
+@dataclass(slots=True)
+class Settings:
+    """Server-wide knobs, each with its default (``docs/deploy.md`` lists them, their variables and options).
+
+    Play: ``hand_pause_s`` between hands, ``bot_pace`` multiplies bot delays (tests use small ones),
+    ``anemone_bot_delay_ms`` is an Enemy Anemone bot's pause before it plays, ``default_grace_s`` the grace before a
+    bot plays for an absent person.
+
+    HTTP (``server/guard.py``): ``max_body_bytes`` per request body, ``max_header_bytes`` for a request's head,
+    ``request_timeout_s`` for a whole request to arrive, ``keep_alive_s`` an idle connection is kept,
+    ``max_connections_per_address`` open HTTP connections per client address.
+
+    Connections to a table (``docs/protocol.md``, "Limits"): ``max_connections_per_token`` per seat token,
+    ``max_connections_per_address_per_table``, ``max_spectators`` per table, ``max_sockets_per_address`` over the
+    whole server, ``max_outbox`` messages waiting for a slow connection before it is dropped, and
+    ``table_message_interval_s``: ``table`` messages are coalesced to at most one per this interval.
+
+    Tables: ``open_table_idle_s`` an open table with nobody connected lives, ``abandon_after_s`` a table in play
+    with no person connected lives beyond its grace before it ends as abandoned, ``expiry_check_s`` between sweeps,
+    ``creates_per_minute`` and ``create_burst`` per client address, ``page_size`` and ``max_page_size`` of
+    ``GET /api/tables``.
+    """
+
+    hand_pause_s: float = 4.0
+    bot_pace: float = 1.0
+    anemone_bot_delay_ms: int = 700
+    default_grace_s: float = 60.0
+    max_body_bytes: int = 65536
+    max_header_bytes: int = 16384
+    request_timeout_s: float = 10.0
+    keep_alive_s: int = 5
+    max_connections_per_address: int = 64
+    max_connections_per_token: int = 4
+    max_connections_per_address_per_table: int = 8
+    max_spectators: int = 500
+    max_sockets_per_address: int = 128
+    max_outbox: int = 500
+    table_message_interval_s: float = 0.25
+    open_table_idle_s: float = 1800.0
+    abandon_after_s: float = 600.0
+    expiry_check_s: float = 30.0
+    creates_per_minute: float = 10.0
+    create_burst: int = 20
+    page_size: int = 50
+    max_page_size: int = 200
+    play_now_start_s: float = 5.0
+    """Seconds a Play now table against bots waits for other people before it starts by itself."""
+    solo_start_s: float = 3.0
+    """Seconds a table whose other seats are all bots waits for its creator's connection before it starts anyway."""
+
+
+ENV_NAMES = {
+    "default_grace_s": "CARDTABLE_GRACE_SECONDS", "hand_pause_s": "CARDTABLE_HAND_PAUSE",
+    "bot_pace": "CARDTABLE_BOT_PACE", "anemone_bot_delay_ms": "CARDTABLE_ANEMONE_BOT_DELAY_MS",
+    "play_now_start_s": "CARDTABLE_PLAY_NOW_START", "solo_start_s": "CARDTABLE_SOLO_START",
+}
+"""Environment variables of the older settings; every other :class:`Settings` field ``x`` is ``CARDTABLE_X``."""
+
+HELP = {
+    "hand_pause_s": "Seconds between hands.",
+    "bot_pace": "Multiplies every bot's delays (below 1: faster bots).",
+    "anemone_bot_delay_ms": "Milliseconds an Enemy Anemone bot waits before it plays.",
+    "default_grace_s": "Seconds an absent person keeps their seat before a bot plays for them (tables that set none).",
+    "max_body_bytes": "Largest HTTP request body in bytes (413 beyond).",
+    "max_header_bytes": "Largest HTTP request head in bytes (431 beyond).",
+    "request_timeout_s": "Seconds a request's head and body have to arrive.",
+    "keep_alive_s": "Seconds an idle keep-alive connection is kept.",
+    "max_connections_per_address": "Open HTTP connections per client address.",
+    "max_connections_per_token": "Connections holding one seat.",
+    "max_connections_per_address_per_table": "Connections from one client address to one table.",
+    "max_spectators": "Spectators per table.",
+    "max_sockets_per_address": "Open WebSockets per client address over the whole server.",
+    "max_outbox": "Messages waiting for a slow connection before it is dropped.",
+    "table_message_interval_s": "Seconds between two table messages (changes in between are coalesced).",
+    "open_table_idle_s": "Seconds an open table with nobody connected lives.",
+    "abandon_after_s": "Seconds beyond its grace a table in play with no person connected lives (then abandoned).",
+    "expiry_check_s": "Seconds between expiry sweeps.",
+    "creates_per_minute": "New tables per client address per minute.",
+    "create_burst": "New tables a client address may create at once.",
+    "page_size": "Tables per page of GET /api/tables when the request names no limit.",
+    "max_page_size": "Most tables per page of GET /api/tables.",
+    "play_now_start_s": "Seconds a Play now table waits for other people before it starts by itself.",
+    "solo_start_s": "Seconds a table of one person and bots waits for its creator's connection before it starts.",
+}
+"""One line of help per setting, for ``cardtable serve --help``."""
+
+
+def env_name(attr: str) -> str:
+    """The environment variable of setting ``attr``: ``CARDTABLE_MAX_BODY_BYTES`` for ``max_body_bytes``."""
+    return ENV_NAMES.get(attr, f"CARDTABLE_{attr.upper()}")
+
+
+def option_name(attr: str) -> str:
+    """The ``cardtable serve`` option of setting ``attr``: ``--max-body-bytes``, ``--grace-seconds``."""
+    return "--" + env_name(attr).removeprefix("CARDTABLE_").lower().replace("_", "-")
+
+
+def settings_from_env(**overrides: float) -> Settings:
+    """:class:`Settings` from the environment (:func:`env_name`), unset ones at their defaults; keyword
+    ``overrides`` (the command line's options) win. ``ValueError`` for a value that is not a number."""
+    settings = Settings()
+    for attr in (f.name for f in dataclasses.fields(Settings)):
+        var = env_name(attr)
+        if var in os.environ:
+            setattr(settings, attr, type(getattr(settings, attr))(float(os.environ[var])))
+    for attr, value in overrides.items():
+        setattr(settings, attr, type(getattr(settings, attr))(value))
+    return settings

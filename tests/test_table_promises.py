@@ -1,0 +1,645 @@
+"""Promises of ``server/store.py``, ``server/table.py`` and ``replay.py`` that mutation testing (``mutmut``, see
+``docs/testing.md``) found unguarded: each test here fails on at least one mutant that survived the other tests.
+
+Store: every seat field is written back and only to its own seat; a table's end is stored only with its status;
+a write that fails fails alone; group commits hold at most ``MAX_BATCH`` writes; checkpoints copy and truncate the
+log; loading filters, orders and pages. Table: refusals before the start and after the end, stamps that never go
+back, the refusals of ``admit``, what ``to_dict`` shows. Replay: the errors and the summary it gives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from sqlalchemy import select
+
+from cardtable import records
+from cardtable.games import get_game
+from cardtable.records import RecordError
+from cardtable.replay import IllegalRecordAction, fold, new_match
+from cardtable.server import store as store_module
+from cardtable.server.play import Peer, Play
+from cardtable.server.players_schema import match_seats
+from cardtable.server.store import SeatRow, Store, TableRow
+from cardtable.server.table import Settings, Table, TableError, hand_seed, now_iso, refusal_message
+
+RECORDS = Path(__file__).parent / "records"
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    return f"sqlite+aiosqlite:///{tmp_path / 'promises.db'}"
+
+
+@pytest.fixture
+async def store(url: str) -> AsyncIterator[Store]:
+    opened = await Store.open(url)
+    yield opened
+    await opened.close()
+
+
+def table_row(tid: str, *, status: str = "open", created: str = "2026-01-01T00:00:00Z",
+              seats: list[SeatRow] | None = None, game: str = "nerts") -> TableRow:
+    return TableRow(id=tid, game=game, options={"players": 2}, status=status, seed=7, grace_seconds=30.0,
+                    created=created, seats=seats or [SeatRow(0, "open"), SeatRow(1, "open")])
+
+
+# -- store -------------------------------------------------------------------------------------------------
+
+
+async def test_every_seat_field_is_stored_and_only_on_its_own_seat(store: Store) -> None:
+    full = [SeatRow(0, "person", "ana", None, "hash-0", left=True), SeatRow(1, "bot", "Bo", "greedy:easy", None)]
+    await store.insert_table(table_row("t0", seats=full))
+    assert (await store.load_tables(table_id="t0"))[0].seats == full
+    await store.insert_table(table_row("t1"))
+    await store.insert_table(table_row("t2"))
+    person = SeatRow(1, "person", "ana", None, "hash-1", left=True)
+    await store.update_seat("t1", person)
+    rows = {row.id: row for row in await store.load_tables()}
+    assert rows["t1"].seats == [SeatRow(0, "open"), person]
+    assert rows["t2"].seats == [SeatRow(0, "open"), SeatRow(1, "open")]
+    bot = SeatRow(0, "bot", "Bot", "greedy:hard", None, left=False)
+    await store.update_seat("t1", bot)
+    await store.update_seat("t1", SeatRow(1, "person", "ana", None, "hash-2", left=False))
+    seats = (await store.load_tables(table_id="t1"))[0].seats
+    assert seats == [bot, SeatRow(1, "person", "ana", None, "hash-2", left=False)]
+
+
+async def test_a_status_change_stores_the_end_only_when_the_table_finished(store: Store) -> None:
+    await store.insert_table(table_row("t1"))
+    await store.insert_table(table_row("t2"))
+    await store.update_status("t1", "playing", hands_played=3, totals=[1, 2], winners=[1])
+    row = (await store.load_tables(table_id="t1"))[0]
+    assert (row.status, row.finished, row.hands_played, row.totals, row.winners) == ("playing", None, None, None, None)
+    await store.update_status("t1", "finished", finished="2026-01-02T00:00:00Z", hands_played=3, totals=[1, 2],
+                              winners=[1])
+    rows = {row.id: row for row in await store.load_tables()}
+    done = rows["t1"]
+    assert (done.status, done.finished, done.hands_played, done.totals, done.winners) == (
+        "finished", "2026-01-02T00:00:00Z", 3, [1, 2], [1])
+    assert rows["t2"].status == "open" and rows["t2"].finished is None
+
+
+async def test_a_write_that_fails_fails_alone(store: Store) -> None:
+    await store.insert_table(table_row("t1"))
+    # three writes waiting together (one group commit); the middle one breaks the primary key
+    first = store.insert_hand("t1", 0, {"packs": [0]})
+    broken = store.insert_table(table_row("t1"))
+    last = store.insert_hand("t1", 1, {"packs": [1]})
+    await first
+    with pytest.raises(Exception, match="UNIQUE"):
+        await broken
+    await last
+    row = (await store.load_tables(table_id="t1", with_hands=True))[0]
+    assert [hand.deal for hand in row.hands] == [{"packs": [0]}, {"packs": [1]}]
+    assert len(await store.load_tables()) == 1
+    # the writer lives on
+    await store.insert_hand("t1", 2, {"packs": [2]})
+    assert len((await store.load_tables(table_id="t1", with_hands=True))[0].hands) == 3
+
+
+async def test_writes_waiting_together_share_commits_of_at_most_max_batch(store: Store) -> None:
+    await store.insert_table(table_row("t1"))
+    await store.insert_hand("t1", 0, {"packs": []})
+    before = store.commits
+    count = store_module.MAX_BATCH + 1
+    writes = [store.insert_actions("t1", 0, [(i, i % 2, i, {"type": "flip", "n": i})]) for i in range(count)]
+    await asyncio.gather(*writes)
+    assert store.commits - before == 2
+    actions = (await store.load_tables(table_id="t1", with_hands=True))[0].hands[0].actions
+    assert actions == [(i % 2, i, {"type": "flip", "n": i}) for i in range(count)]
+
+
+async def test_actions_keep_their_seat_time_and_order_across_hands_and_tables(store: Store) -> None:
+    for tid in ("t1", "t2"):
+        await store.insert_table(table_row(tid))
+        for hand in (1, 0):  # stored out of order: loaded in order
+            await store.insert_hand(tid, hand, {"hand": hand, "table": tid})
+    await store.insert_actions("t1", 1, [(0, None, 5, {"type": "end_hand"})])
+    await store.insert_actions("t1", 0, [(1, 1, 20, {"type": "move", "to": "foundation:0"}),
+                                         (0, 0, 10, {"type": "flip"})])
+    await store.insert_actions("t2", 0, [(0, 1, 3, {"type": "stuck"})])
+    rows = {row.id: row for row in await store.load_tables(with_hands=True)}
+    t1 = rows["t1"]
+    assert [hand.deal for hand in t1.hands] == [{"hand": 0, "table": "t1"}, {"hand": 1, "table": "t1"}]
+    assert t1.hands[0].actions == [(0, 10, {"type": "flip"}), (1, 20, {"type": "move", "to": "foundation:0"})]
+    assert t1.hands[1].actions == [(None, 5, {"type": "end_hand"})]
+    assert rows["t2"].hands[0].actions == [(1, 3, {"type": "stuck"})] and rows["t2"].hands[1].actions == []
+    # without with_hands: no hands, and the stored ones are not lost
+    assert all(row.hands == [] for row in await store.load_tables())
+
+
+async def test_loading_filters_by_status_and_id_and_orders_by_creation(store: Store) -> None:
+    await store.insert_table(table_row("x", created="2026-01-02T00:00:00Z"))
+    await store.insert_table(table_row("y", created="2026-01-03T00:00:00Z", status="playing"))
+    await store.insert_table(table_row("z", created="2026-01-01T00:00:00Z",
+                                       seats=[SeatRow(1, "open"), SeatRow(0, "person", "p", None, "h")]))
+    assert [row.id for row in await store.load_tables()] == ["z", "x", "y"]  # by creation, not by id
+    assert [row.id for row in await store.load_tables(statuses=("open",))] == ["z", "x"]
+    assert [row.id for row in await store.load_tables(statuses=("playing", "finished"))] == ["y"]
+    assert [row.id for row in await store.load_tables(statuses=())] == []
+    assert [row.id for row in await store.load_tables(table_id="x")] == ["x"]
+    assert await store.load_tables(table_id="zz") == []
+    assert [row.id for row in await store.load_tables(limit=2)] == ["z", "x"]
+    only = (await store.load_tables(table_id="z"))[0]
+    assert [seat.seat for seat in only.seats] == [0, 1] and only.seats[0].name == "p"
+    assert (only.game, only.options, only.seed, only.grace_seconds, only.created, only.status) == (
+        "nerts", {"players": 2}, 7, 30.0, "2026-01-01T00:00:00Z", "open")
+
+
+async def test_finished_pages_continue_after_the_cursor(store: Store) -> None:
+    for tid, when in [("a", "2026-01-01"), ("b", "2026-01-02"), ("c", "2026-01-02"), ("d", "2026-01-03"),
+                      ("a0", "2026-01-05")]:
+        await store.insert_table(table_row(tid))
+        await store.update_status(tid, "finished", finished=when, hands_played=1, totals=[0, 0], winners=[0])
+    page = await store.load_tables(statuses=("finished",), newest_first=True, before=("2026-01-02", "c"))
+    assert [row.id for row in page] == ["b", "a"]
+    page = await store.load_tables(statuses=("finished",), newest_first=True, before=("2026-01-03", "d"), limit=1)
+    assert [row.id for row in page] == ["c"]
+    everything = await store.load_tables(statuses=("finished",), newest_first=True)
+    assert [row.id for row in everything] == ["a0", "d", "c", "b", "a"]
+
+
+async def test_checkpoints_copy_the_log_and_truncate_empties_it(url: str, tmp_path: Path) -> None:
+    store = await Store.open(url)
+    try:
+        await store.insert_table(table_row("t1"))
+        await store.insert_hand("t1", 0, {"packs": list(range(2000))})
+        wal = tmp_path / "promises.db-wal"
+        busy, pages, done = await store.checkpoint()
+        assert busy == 0 and pages > 0 and done == pages
+        assert wal.stat().st_size > 0
+        busy, _, _ = await store.checkpoint(truncate=True)
+        assert busy == 0 and wal.stat().st_size == 0
+        assert (await store.load_tables(table_id="t1", with_hands=True))[0].hands[0].deal["packs"][-1] == 1999
+    finally:
+        await store.close()
+
+
+async def test_the_checkpointer_empties_the_log_every_so_many_checkpoints(
+        url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module, "CHECKPOINT_EVERY_S", 0.02)
+    monkeypatch.setattr(store_module, "TRUNCATE_EVERY", 3)
+    store = await Store.open(url)
+    try:
+        await store.insert_table(table_row("t1"))
+        await store.insert_hand("t1", 0, {"packs": list(range(2000))})
+        wal = tmp_path / "promises.db-wal"
+        await until(lambda: wal.stat().st_size == 0, timeout=10)
+    finally:
+        await store.close()
+
+
+async def test_sqlite_runs_in_wal_mode_with_its_limits(store: Store) -> None:
+    async with store.engine.connect() as conn:
+        mode = (await conn.exec_driver_sql("PRAGMA journal_mode")).scalar()
+        limit = (await conn.exec_driver_sql("PRAGMA journal_size_limit")).scalar()
+        auto = (await conn.exec_driver_sql("PRAGMA wal_autocheckpoint")).scalar()
+        sync = (await conn.exec_driver_sql("PRAGMA synchronous")).scalar()
+    assert (mode, limit, auto, sync) == ("wal", store_module.JOURNAL_SIZE_LIMIT, 0, 1)
+
+
+# -- table ---------------------------------------------------------------------------------------------------
+
+
+async def live_table(store: Store, tid: str, *, status: str = "open", settings: Settings | None = None,
+                     seats: list[SeatRow] | None = None, game: str = "nerts") -> Table:
+    row = table_row(tid, status=status, seats=seats, game=game)
+    await store.insert_table(row)
+    return Table(row, get_game(game), store, settings or Settings(hand_pause_s=60))
+
+
+async def play(table: Table, seat: int, action: dict[str, Any], ms: int | None = None,
+               peer: Peer | None = None) -> tuple[bool, Any]:
+    future: asyncio.Future[tuple[bool, Any]] = asyncio.get_running_loop().create_future()
+    table.queue.put_nowait(Play(seat, action, future=future, ms=ms, peer=peer, seq=7))
+    return await future
+
+
+def messages_of(peer: Peer) -> list[dict[str, Any]]:
+    import json
+
+    out = []
+    while not peer.outbox.empty():
+        item = peer.outbox.get_nowait()
+        if isinstance(item, str):
+            out.append(json.loads(item))
+    return out
+
+
+async def test_actions_are_refused_before_the_start_and_after_the_end(store: Store) -> None:
+    table = await live_table(store, "t1")
+    table.start_owner()
+    peer = Peer()
+    try:
+        assert await play(table, 0, {"type": "flip"}, peer=peer) == (False, "the game has not started")
+        # two refused together: each gets its answer
+        both = [play(table, 0, {"type": "flip"}), play(table, 1, {"type": "flip"})]
+        assert await asyncio.wait_for(asyncio.gather(*both), 10) == [(False, "the game has not started")] * 2
+        table.row.status = "finished"
+        assert await play(table, 0, {"type": "flip"}, peer=peer) == (False, "the game is over")
+        assert (await store.load_tables(table_id="t1", with_hands=True))[0].hands == []
+        assert messages_of(peer) == [
+            {"type": "reject", "seq": 7, "reason": "the game has not started", "code": "table.not_started", "params": {}},
+            {"type": "reject", "seq": 7, "reason": "the game is over", "code": "table.over", "params": {}}]
+    finally:
+        await table.stop()
+
+
+async def started_nerts(store: Store, tid: str) -> tuple[Table, Peer]:
+    table = await live_table(store, tid, seats=[SeatRow(0, "person", "ana", None, "h0"),
+                                               SeatRow(1, "person", "bo", None, "h1")])
+    table.gate = None  # arrival order: this test is about stamps, not races
+    table.start_owner()
+    peer = Peer()
+
+    async def start() -> None:
+        table.attach(peer, 0)
+        table.row.status = "playing"
+        await table._start_hand()
+
+    await table.submit_call(start)
+    return table, peer
+
+
+async def test_stamps_never_go_back_and_are_stored_as_used(store: Store) -> None:
+    table, peer = await started_nerts(store, "t1")
+    try:
+        assert (await play(table, 0, {"type": "flip"}, ms=500))[0]
+        assert (await play(table, 1, {"type": "flip"}, ms=200))[0]  # earlier than the last stamp: kept at 500
+        assert (await play(table, 0, {"type": "flip"}, ms=900))[0]
+        assert table.last_ms == 900 and table.n_actions == 3 and table.version == 3
+        ok, reason = await play(table, 0, {"type": "move", "from": "nerts", "to": "work:9"}, peer=peer)
+        assert not ok and reason
+        stored = (await store.load_tables(table_id="t1", with_hands=True))[0].hands[0].actions
+        assert [(seat, ms) for seat, ms, _ in stored] == [(0, 500), (1, 500), (0, 900)]
+        got = messages_of(peer)
+        updates = [m for m in got if m["type"] == "update"]
+        assert [m["v"] for m in updates] == [1, 2, 3]
+        assert updates[-1]["legal"] == table.legal_for(0) != []
+        assert all(m["view"]["seat"] == 0 for m in updates)
+        (reject,) = [m for m in got if m["type"] == "reject"]
+        assert reject["seq"] == 7 and reject["reason"] == reason and reject["code"] and "params" in reject
+        table.row.status = "finished"  # over, though a hand is still in the state
+        assert await play(table, 0, {"type": "flip"}) == (False, "the game is over")
+        assert table.n_actions == 3
+    finally:
+        await table.stop()
+
+
+async def test_plays_applied_together_each_get_their_own_update_and_answer(store: Store) -> None:
+    table, peer = await started_nerts(store, "t1")
+    try:
+        messages_of(peer)
+        loop = asyncio.get_running_loop()
+        futures = [loop.create_future() for _ in range(3)]
+        # queued together, so the owner applies them as one batch: a flip, an illegal move, a flip
+        for future, action in zip(futures, ({"type": "flip"}, {"type": "move", "from": "nerts", "to": "work:9"},
+                                            {"type": "flip"}), strict=True):
+            table.queue.put_nowait(Play(0, action, future=future, peer=peer, seq=len(action)))
+        answers = await asyncio.wait_for(asyncio.gather(*futures), 10)
+        assert [ok for ok, _ in answers] == [True, False, True] and answers[0][1] == 1 and answers[2][1] == 2
+        updates = [m for m in messages_of(peer) if m["type"] == "update"]
+        assert [m["v"] for m in updates] == [1, 2]
+        first, second = (m["view"]["layouts"][0] for m in updates)
+        assert first["stock"]["count"] != second["stock"]["count"]  # each update shows the table at its version
+        assert second == table.state.view(0)["layouts"][0]
+    finally:
+        await table.stop()
+
+
+async def test_a_restored_table_resumes_its_count_version_and_clock(store: Store) -> None:
+    table, _ = await started_nerts(store, "t1")
+    for ms in (100, 2500):
+        assert (await play(table, 0, {"type": "flip"}, ms=ms))[0]
+    await table.stop()
+    row = (await store.load_tables(table_id="t1", with_hands=True))[0]
+    row.status = "playing"
+    restored = Table(row, get_game("nerts"), store, Settings(hand_pause_s=60))
+    restored.fold()
+    assert (restored.hand_index, restored.n_actions, restored.version, restored.last_ms) == (0, 2, 2, 2500)
+    assert 2500 <= restored.now_ms() < 60_000 and row.hands == []
+
+
+async def test_admit_refuses_at_each_limit_and_not_before(store: Store) -> None:
+    settings = Settings(max_spectators=1, max_connections_per_token=2, max_connections_per_address_per_table=3)
+    table = await live_table(store, "t1", settings=settings)
+
+    def join(peer: Peer, seat: int | None) -> Peer:
+        table.admit(peer, seat)
+        table.attach(peer, seat)
+        return peer
+
+    def refused(peer: Peer, seat: int | None) -> tuple[int, str, dict[str, Any]]:
+        with pytest.raises(TableError) as error:
+            table.admit(peer, seat)
+        return error.value.status, error.value.code, error.value.params
+
+    join(Peer(address="a"), None)
+    assert refused(Peer(address="b"), None) == (429, "connection.spectator_limit", {"limit": 1})
+    with pytest.raises(TableError, match=r"^too many spectators: this table allows 1$"):
+        table.admit(Peer(address="b"), None)
+    join(Peer(address="a"), 0)
+    join(Peer(address="b"), 0)
+    assert refused(Peer(address="c"), 0) == (429, "connection.seat_limit", {"limit": 2})
+    last = join(Peer(address="a"), 1)
+    assert refused(Peer(address="a"), 1) == (429, "connection.address_limit", {"limit": 3})
+    table.admit(Peer(address="b"), 1)  # another address: welcome
+    table.detach(last)
+    table.admit(Peer(address="a"), 1)  # back under the address's limit
+    assert len(table.spectators) == 1 and [len(seat.peers) for seat in table.seats] == [2, 0]
+
+
+def test_small_helpers() -> None:
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", now_iso())
+    assert refusal_message("error", "why", "a.code") == {"type": "error", "reason": "why", "code": "a.code",
+                                                          "params": {}}
+    assert refusal_message("error", "why", "a.code", {"n": 1})["params"] == {"n": 1}
+    error = TableError(409, "seat.taken", "taken", {"seat": 1})
+    assert (error.status, str(error), error.to_dict()) == (409, "taken", {"detail": "taken", "code": "seat.taken",
+                                                                           "params": {"seat": 1}})
+    assert TableError(404, "x", "y").to_dict()["params"] == {}
+    seeds = {hand_seed(s, h) for s in (0, 1, 2) for h in range(50)}
+    assert len(seeds) == 150 and all(0 <= s < 2**62 for s in seeds)
+
+
+# -- replay ----------------------------------------------------------------------------------------------------
+
+
+def test_replay_summaries_and_errors() -> None:
+    anemone = records.load(RECORDS / "anemone" / "2p-full-match.ok.json")
+    result = fold(anemone)
+    out = result.to_dict()
+    assert set(out) == {"hands", "totals", "winner", "anemones"} and len(out["anemones"]) == 2
+    assert out["totals"] == result.match.totals and out["winner"] == result.match.winners()
+    nerts = records.load(RECORDS / "common" / "nerts-flips-in-progress.ok.json")
+    summary = fold(nerts).to_dict()
+    assert "anemones" not in summary and summary["winner"] is None and summary["hands"][-1]["ended"] is None
+    steps: list[tuple[int, int | None, int]] = []
+    fold(nerts, lambda hand, index, state: steps.append((hand, index, state.view(None)["ms"])))
+    assert steps[0] == (0, None, 0)
+    assert steps[1:] == [(0, i, entry.ms) for i, entry in enumerate(nerts.hands[0].actions)]
+    error = IllegalRecordAction(2, 5, "no")
+    assert (error.hand, error.index, error.reason, str(error)) == (2, 5, "no", "hand 2, action 5: no")
+    for deal, message in (({}, "hands[0].deal: needs either 'seed' or 'packs' (one of them)"),
+                          ({"packs": "x"}, "hands[0].deal.packs: must be a list of packs")):
+        bad_deal = msgspec.structs.replace(nerts, hands=[msgspec.structs.replace(nerts.hands[0], deal=deal)])
+        with pytest.raises(RecordError) as unreadable:
+            fold(bad_deal)
+        assert str(unreadable.value) == message
+    with pytest.raises(IllegalRecordAction) as illegal:
+        fold(records.load(RECORDS / "anemone" / "card-not-held.illegal.json"))
+    assert (illegal.value.hand, illegal.value.index, illegal.value.reason) == (0, 15, "seat 0 does not hold 3A")
+    one_more = msgspec.structs.replace(anemone, hands=[*anemone.hands, anemone.hands[0]])
+    with pytest.raises(IllegalRecordAction) as illegal:
+        fold(one_more)
+    assert (illegal.value.hand, illegal.value.index, illegal.value.reason) == (
+        len(anemone.hands), 0, "the match was already over before this hand")
+    unfinished = msgspec.structs.replace(nerts, hands=[nerts.hands[0], nerts.hands[0]])
+    with pytest.raises(IllegalRecordAction) as illegal:
+        fold(unfinished)
+    assert (illegal.value.hand, illegal.value.index, illegal.value.reason) == (
+        0, len(nerts.hands[0].actions), "the hand had not ended when the next hand began")
+    bad_seats = msgspec.structs.replace(anemone, seats=anemone.seats[:1])
+    with pytest.raises(RecordError, match=r"^seats: the record has 1 seats but options.players is 2$"):
+        new_match(bad_seats)
+
+
+# -- what connections see ------------------------------------------------------------------------------------
+
+
+async def until(check: Any, timeout: float = 30.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not check():
+        assert loop.time() < deadline, "timed out"
+        await asyncio.sleep(0.01)
+
+
+async def test_a_match_as_a_seat_and_a_spectator_see_it(store: Store) -> None:
+    from cardtable.server.manager import Manager
+
+    manager = await Manager.open(store, Settings(hand_pause_s=0.01, bot_pace=0.01, anemone_bot_delay_ms=0))
+    try:
+        table, _, token = await manager.create("anemone", {"players": 2, "rounds": 2},
+                                               [{"kind": "open"}, {"kind": "bot", "bot": "random"}], "ana", 3, 60,
+                                               autostart=False)
+        seat, watcher = Peer(address="a"), Peer(address="b")
+        await manager.hello(table, seat, token)
+        await manager.hello(table, watcher, None)
+        assert seat.seat == 0 and watcher.seat is None and table.spectators == {watcher}
+        await manager.start(table.id, token)
+        seen: dict[Peer, list[dict[str, Any]]] = {seat: [], watcher: []}
+
+        def pump() -> bool:
+            for peer, got in seen.items():
+                got.extend(messages_of(peer))
+            return table.status == "finished"
+
+        deadline = asyncio.get_running_loop().time() + 60
+        while not pump():
+            assert asyncio.get_running_loop().time() < deadline, "the match did not finish"
+            legal = table.legal_for(0)
+            if legal:
+                await play(table, 0, legal[0])
+
+            await asyncio.sleep(0.005)
+
+        def told_finished() -> bool:
+            pump()
+            return all(any(m["type"] == "table" and m["table"]["status"] == "finished" for m in got)
+                       for got in seen.values())
+
+        await until(told_finished)  # table messages are coalesced: the last may come table_message_interval_s later
+        recorded: list[int] = []
+        for _ in range(500):  # the match's results are recorded (server/results.py), right after the last message
+            async with store.engine.connect() as conn:
+                rows = (await conn.execute(select(match_seats.c.seat).where(match_seats.c.table_id == table.id))).all()
+            recorded = sorted(row.seat for row in rows)
+            if recorded:
+                break
+            await asyncio.sleep(0.02)
+        assert recorded == [0, 1]
+        for peer, view_seat in ((seat, 0), (watcher, None)):
+            got = seen[peer]
+            assert [m["type"] for m in got[:2]] == ["welcome", "snapshot"]
+            snapshots = [m for m in got if m["type"] == "snapshot" and m["view"] is not None]
+            assert snapshots and all(m["view"]["seat"] == view_seat for m in snapshots)
+            overs = [m for m in got if m["type"] == "hand_over"]
+            for snap in snapshots:  # each new hand's snapshot carries the hands before it
+                done = overs[:snap["hand"]]
+                assert snap["results"] == [{"scores": m["scores"], "ended": m["ended"]} for m in done]
+                assert snap["totals"] == (done[-1]["totals"] if done else [0, 0])
+            assert [snap["hand"] for snap in snapshots] == list(range(len(overs)))
+            assert all(m["view"]["seat"] == view_seat for m in got if m["type"] == "update")
+            if view_seat is None:
+                assert all(m["legal"] == [] for m in got if m["type"] in ("snapshot", "update"))
+            else:
+                assert any(m["legal"] for m in got if m["type"] in ("snapshot", "update"))
+            overs = [m for m in got if m["type"] == "hand_over"]
+            assert [m["hand"] for m in overs] == list(range(len(overs))) and len(overs) >= 2
+            totals = [0, 0]
+            for m in overs:
+                totals = [t + s for t, s in zip(totals, m["scores"], strict=True)]
+                assert m["totals"] == totals and m["ended"]
+            assert all(m["winners"] is None for m in overs[:-1]) and overs[-1]["winners"] == table.match.winners()
+            tables = [m["table"] for m in got if m["type"] == "table"]
+            assert tables[-1]["status"] == "finished" and tables[-1]["winners"] == table.match.winners()
+            assert all("token" not in str(t) for t in tables)
+        assert table.row.hands_played == len(overs)
+    finally:
+        await manager.close()
+
+
+async def test_an_absent_person_gets_a_stand_in_after_the_grace_and_loses_it_on_return(store: Store) -> None:
+    table, peer = await started_nerts(store, "t1")
+    table.row.grace_seconds = 0.05
+    try:
+        assert table.driven_seats() == {} and table.seats[0].away_timer is None
+
+        async def leave() -> None:
+            table.detach(peer)
+
+        await table.submit_call(leave)
+        assert table.seats[0].away_timer is not None
+        await until(lambda: table.seats[0].standin is not None)
+        assert table.driven_seats() == {0: "greedy:medium"} and table.seats[1].standin is None
+        assert table.to_dict()["seats"][0]["standin"] == "greedy:medium"
+        back = Peer()
+
+        async def come_back() -> list[SeatRow]:
+            return table.attach(back, 0)
+
+        assert await table.submit_call(come_back) == []
+        assert table.seats[0].standin is None and table.seats[0].away_timer is None
+        assert table.driven_seats() == {}
+    finally:
+        await table.stop()
+
+
+async def test_the_end_of_a_match_cancels_the_away_timers(store: Store) -> None:
+    table, peer = await started_nerts(store, "t1")
+    try:
+
+        async def leave() -> None:
+            table.detach(peer)
+
+        await table.submit_call(leave)
+        timer = table.seats[0].away_timer
+        assert timer is not None
+        await table.submit_call(table._finish_match)
+        assert table.status == "finished" and table.seats[0].away_timer is None and timer.cancelled()
+        row = (await store.load_tables(table_id="t1"))[0]
+        assert (row.status, row.totals, row.hands_played) == ("finished", table.match.totals, 1)
+    finally:
+        await table.stop()
+
+
+async def test_no_stand_in_before_the_start_or_for_bots(store: Store) -> None:
+    table = await live_table(store, "t1", seats=[SeatRow(0, "person", "ana", None, "h"), SeatRow(1, "bot", "B", "random")],
+                             game="anemone")
+    table.row.grace_seconds = 0.01
+    peer = Peer()
+    table.attach(peer, 0)
+    table.detach(peer)
+    assert all(seat.away_timer is None for seat in table.seats)
+    table.row.status = "playing"
+    table._start_away_timer(table.seats[1])
+    assert table.seats[1].away_timer is None
+    table.attach(peer, 0)
+    table._start_away_timer(table.seats[0])  # connected: no timer
+    assert table.seats[0].away_timer is None
+    table.detach(peer)
+    assert table.seats[0].away_timer is not None
+    table.seats[0].away_timer.cancel()
+    table.seats[0].away_timer = None
+    table._start_away_timer(table.seats[0])
+    assert table.seats[0].away_timer is not None
+    await asyncio.sleep(0.05)
+    assert table.driven_seats() == {1: "random"}  # the owner is not running: the stand-in waits in its queue
+    assert not table.queue.empty()
+
+
+async def test_attach_and_detach_keep_presence_and_the_left_mark(store: Store) -> None:
+    table = await live_table(store, "t1", seats=[SeatRow(0, "person", "ana", None, "h", left=True),
+                                                  SeatRow(1, "open")])
+    before = table.last_presence, table.last_person
+    watcher = Peer()
+    assert table.attach(watcher, None) == [] and watcher.seat is None and table.spectators == {watcher}
+    assert table.last_presence > before[0] and table.last_person == before[1]
+    peer = Peer()
+    assert table.attach(peer, 0) == [table.seats[0].row] and not table.seats[0].row.left
+    assert peer.seat == 0 and table.seats[0].peers == {peer} and table.last_person == table.last_presence
+    assert table.attach(Peer(), 0) == []  # already cleared
+    table.detach(watcher)
+    assert table.spectators == set()
+    table.detach(peer)
+    assert len(table.seats[0].peers) == 1
+
+
+async def test_a_spectator_snapshot_comes_after_what_spectators_were_sent(store: Store) -> None:
+    table, seated = await started_nerts(store, "t1")
+    try:
+        watcher = Peer()
+        table.attach(watcher, None)
+        table.broadcast({"type": "warning", "kind": "stall", "in_ms": 5})
+        table.send_snapshot(watcher)
+        got = messages_of(watcher)
+        assert [m["type"] for m in got] == ["warning", "snapshot"] and got[1]["view"]["seat"] is None
+        messages_of(seated)
+        table.send_snapshot(seated)
+        (snapshot,) = messages_of(seated)
+        assert snapshot["view"]["seat"] == 0 and snapshot["legal"] == table.legal_for(0) != []
+        assert (snapshot["v"], snapshot["hand"], snapshot["totals"], snapshot["results"]) == (0, 0, [0, 0], [])
+    finally:
+        await table.stop()
+
+
+async def test_stall_warnings_only_for_the_clock_still_set(store: Store) -> None:
+    table, peer = await started_nerts(store, "t1")
+    try:
+        messages_of(peer)
+        key = table._clock_key
+        assert key is not None
+        table._warn(key[0] + 1)  # a clock that has moved on: nothing
+        table._clock_key = None
+        table._warn(key[0])
+        assert messages_of(peer) == []
+        table._clock_key = key
+        table._warn(key[0])
+        (warning,) = messages_of(peer)
+        assert warning["type"] == "warning" and warning["kind"] == "stall"
+        assert 0 < warning["in_ms"] <= key[0]
+        table._clock_key = (0, key[1])
+        table._warn(0)  # due already
+        assert messages_of(peer)[0]["in_ms"] == 0
+    finally:
+        await table.stop()
+
+
+async def test_legal_actions_only_for_a_seat_that_may_act_in_play(store: Store) -> None:
+    table = await live_table(store, "t1", game="anemone",
+                             seats=[SeatRow(0, "person", "a", None, "h0"), SeatRow(1, "person", "b", None, "h1")])
+    assert table.legal_for(0) == [] and table.legal_for(None) == []
+    table.row.status = "playing"
+    table.state = table.match.start_hand(table.match.deal_cards(hand_seed(1, 0)))
+    (turn,) = table.state.to_act()
+    assert table.legal_for(turn) == table.state.legal_actions(turn) != []
+    assert table.legal_for(1 - turn) == [] and table.legal_for(None) == []
+    table.row.status = "finished"
+    assert table.legal_for(turn) == []
+
+
+async def test_close_stops_the_writer_and_closes_its_connections(url: str) -> None:
+    store = await Store.open(url)
+    await store.insert_table(table_row("t1"))
+    writer, checkpointer, conn = store._writer, store._checkpointer, store._sync_conn
+    await store.close()
+    assert writer is not None and writer.done() and checkpointer is not None and checkpointer.done()
+    assert conn is not None and conn.closed
