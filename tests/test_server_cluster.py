@@ -168,9 +168,6 @@ def redis_at(port: int, folder: Path) -> subprocess.Popen[bytes]:
     return process
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "known bug, under investigation (issue 11): here a spectator relayed from the other process is sometimes "
-    "closed by the owner 0.2 s after it opened and, once reconnected, gets no more updates; about half the runs"))
 def test_redis_restart_and_database_cut_recover(postgres: Postgres, procs: list[Proc], tmp_path: Path) -> None:
     """Redis restarted (empty) mid-game, then PostgreSQL unreachable for a moment: actions are refused or delayed,
     never acknowledged without being stored, and play goes on by itself."""

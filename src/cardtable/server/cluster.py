@@ -171,7 +171,11 @@ class Cluster:
         """Connect to Redis at ``url`` (``redis://HOST:PORT/DB``); ``ConnectionError`` if it does not answer."""
         redis = Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5, health_check_interval=10)
         await redis.ping()
-        return cls(redis, store, settings or ClusterSettings(), new_process_id())
+        cluster = cls(redis, store, settings or ClusterSettings(), new_process_id())
+        # Alive from the start, not only from the first renewal: an owner that sees a relayed connection from a
+        # process not (yet) marked alive ends it as coming from a dead process.
+        await redis.set(ALIVE_PREFIX + cluster.process, b"1", px=cluster.settings.lease_ms)
+        return cluster
 
     def attach(self, manager: Manager) -> None:
         """Start serving: the pub/sub listener, the publisher, lease renewal and the sweep for unowned tables."""
@@ -471,8 +475,8 @@ class Cluster:
                     pipe.exists(ALIVE_PREFIX + origin)
                 gone = {o for o, n in zip(origins, await pipe.execute(), strict=True) if not n}
             for remote in list(self.remotes.values()):
-                if remote.origin in gone:
-                    remote.closed = True
+                if remote.origin in gone:  # its close still goes out: if that process lives after all (a pause,
+                    # a slow start), its client is told to reconnect instead of waiting for updates that never come
                     remote.inbox.put_nowait({"type": "websocket.disconnect", "code": 1006})
         # Origin side: relays whose table changed owner (or has none any more).
         if self.relays:
@@ -594,7 +598,7 @@ class Cluster:
                 log.exception("a relayed connection to table %s failed", table.id)
             finally:
                 self.remotes.pop(conn, None)
-                await remote.close(RECONNECT_CODE if table.id not in manager.tables else 1000)
+                await remote.close(RECONNECT_CODE)  # not ended by its client nor closed by its writer: reconnect
 
         asyncio.get_running_loop().create_task(run())
 
