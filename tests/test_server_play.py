@@ -200,3 +200,15 @@ def test_a_waiting_table_of_one_person_and_bots_still_starts_after_a_restart(tmp
         assert table["status"] == "open" and not any(s.get("replaceable") for s in table["seats"])
         assert table["starts_at"] is not None
         wait_for(lambda: client.get(f"/api/tables/{tid}").json()["status"] == "playing")
+
+
+def test_play_now_leaves_custom_tables_to_the_people_they_were_made_for(client: TestClient) -> None:
+    """A table made with POST /api/tables waits for its own people: Play now never seats anyone there, even at an
+    open seat, and makes its own table instead."""
+    made = client.post("/api/tables", json={"game": "nerts", "options": {"players": 2}, "name": "ana",
+                                            "seats": [{"kind": "open"}, {"kind": "open"}]})
+    assert made.status_code == 201, made.text
+    custom = made.json()["table"]["id"]
+    seated = play(client, "nerts", "bo")
+    assert seated["table"]["id"] != custom and seated["seat"] == 0
+    assert client.get(f"/api/tables/{custom}").json()["seats"][1]["kind"] == "open"

@@ -110,7 +110,7 @@ async def list_games() -> list[dict[str, Any]]:
 
 @router.post("/play", responses=_errors(413, 422, 429))
 async def play_now(body: PlayNow, request: Request) -> dict[str, Any]:
-    """Play now: a seat at the oldest waiting table of the game with a free seat, else a new 4-seat table against
+    """Play now: a seat at the oldest waiting Play now table of the game with a free seat, else a new 4-seat table against
     three medium bots that starts by itself after a short wait (``TABLE.starts_at``). A signed-in player rated in
     the game gets bots of the level nearest their rating instead (``docs/protocol.md``, "Accounts and players").
     Counted like a new table against the address's ``creates_per_minute`` (``429`` beyond)."""

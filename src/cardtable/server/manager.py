@@ -281,7 +281,7 @@ class Manager:
 
     async def play_now(self, game: str, name: str,
                        bot: str | None = None) -> tuple[Table | RemoteTable, int, str]:
-        """Seat ``name`` at once: at the oldest waiting table of ``game`` with a free seat (an open seat, or a bot
+        """Seat ``name`` at once: at the oldest waiting Play now table of ``game`` with a free seat (an open seat, or a bot
         seat a person may take), or else at a new 4-seat table against three medium bots (:data:`PLAY_NOW_BOTS`)
         that others may still join and that starts by itself after ``Settings.play_now_start_s``.
 
@@ -323,6 +323,8 @@ class Manager:
         table = where
         if table.status != "open" or table.broken:
             raise TableError(409, "table.started", "the game has already started")
+        if not table.play_now:  # a custom table waits for the people it was made for, and may never start
+            raise TableError(409, "table.full", "the table is not a Play now table")
         if not any(s.row.kind == "open" or (s.row.kind == "bot" and s.replaceable) for s in table.seats):
             raise TableError(409, "table.full", "the table is full")
         if bot is not None and any(s.row.kind == "bot" and s.row.bot != bot for s in table.seats):

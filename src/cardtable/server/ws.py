@@ -39,17 +39,26 @@ async def _writer(websocket: WebSocket, peer: Peer) -> None:
 async def table_socket(websocket: WebSocket, table_id: str) -> None:
     """Serve one connection to table ``table_id`` until it closes. With several processes (``server/cluster.py``)
     a table nobody owns is taken here, and a connection to a table owned by another process is relayed to it."""
-    await websocket.accept()
     manager: Manager = websocket.app.state.manager
     settings = manager.settings
     address = websocket.client.host if websocket.client else "?"
     counted: str | None = None
-    if manager.cluster is not None:  # counted over every process
+    redis_away = False
+    if manager.cluster is not None:  # counted over every process, before the client sees the socket open
         try:
             counted = await manager.cluster.limits.open_socket(address, settings.max_sockets_per_address)
-        except Exception:  # Redis away for a moment: the client reconnects
-            await websocket.close(code=RECONNECT_CODE)
-            return
+        except Exception:
+            redis_away = True
+    try:
+        await websocket.accept()
+    except BaseException:  # the client went away before the socket opened: stop counting it
+        if counted is not None and manager.cluster is not None:
+            with contextlib.suppress(Exception):
+                await manager.cluster.limits.close_socket(counted)
+        raise
+    if redis_away:  # Redis away for a moment: the client reconnects
+        await websocket.close(code=RECONNECT_CODE)
+        return
     if counted is None and (manager.cluster is not None
                             or manager.sockets[address] >= settings.max_sockets_per_address):
         limit = settings.max_sockets_per_address
