@@ -238,9 +238,12 @@ async def run_races(server: Server, proxy: int, deal: Deal, races: list[Race]) -
     """Run ``races`` in batches: a batch's tables are all set up first (the heavy part), then its races run at
     one after another, overlapping a few at a time (``SPREAD_S`` apart)."""
     outcomes: list[Outcome] = []
-    limits = httpx.Limits(max_connections=BATCH)
+    # A new HTTP connection each request: a kept-alive one the server closes as idle (a slow, loaded run) must
+    # never be reused mid-close (httpx.ReadError).
+    limits = httpx.Limits(max_connections=BATCH, max_keepalive_connections=0)
     loop = asyncio.get_running_loop()
-    async with httpx.AsyncClient(base_url=server.base, limits=limits, timeout=30) as http:
+    transport = httpx.AsyncHTTPTransport(retries=2, limits=limits)
+    async with httpx.AsyncClient(base_url=server.base, transport=transport, timeout=30) as http:
         for i in range(0, len(races), BATCH):
             batch = races[i:i + BATCH]
             pairs = await asyncio.gather(*(seat_pair(http, server, proxy, deal, race) for race in batch))
