@@ -33,6 +33,7 @@ import contextlib
 import json
 import os
 import random
+import signal
 import socket
 import statistics
 import subprocess
@@ -68,9 +69,14 @@ def cpu_seconds(pid: int) -> float:
         return 0.0
 
 
-async def measure_cpu(pids: dict[str, int], clock: Clock, out: dict[str, float]) -> None:
-    """Fill ``out`` with each process's CPU use (cores) over the measuring window."""
+async def measure_cpu(pids: dict[str, int], clock: Clock, out: dict[str, float], profiling: bool = False) -> None:
+    """Fill ``out`` with each process's CPU use (cores) over the measuring window; with ``profiling``, start the
+    servers' profilers (SIGUSR1, :func:`profiled`) when it opens."""
     await asyncio.sleep(max(0.0, clock.start - time.monotonic()))
+    if profiling:
+        for name, pid in pids.items():
+            if name.startswith("server"):
+                os.kill(pid, signal.SIGUSR1)
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     await asyncio.sleep(max(0.0, clock.end - time.monotonic()))
     for name, pid in pids.items():
@@ -257,7 +263,7 @@ async def run(args: argparse.Namespace) -> None:
     port, echo_port = free_port(), free_port()
     env = dict(os.environ, **BENCH_ENV)
     server = subprocess.Popen(
-        [sys.executable, "-m", "cardtable", "serve", "--port", str(port),
+        [sys.executable, *profiled(args.profile, "server"), "cardtable", "serve", "--port", str(port),
          "--db", f"sqlite+aiosqlite:///{tmp}/bench.db"], env=env)
     echo = subprocess.Popen([sys.executable, "-c", ECHO_SERVER, str(echo_port)])
     try:
@@ -272,13 +278,14 @@ async def run(args: argparse.Namespace) -> None:
         clock = Clock(args.warmup + 2.0, duration)
         cpu: dict[str, float] = {}
         await asyncio.gather(
-            measure_cpu({"server": server.pid, "clients": os.getpid()}, clock, cpu),
+            measure_cpu({"server": server.pid, "clients": os.getpid()}, clock, cpu, bool(args.profile)),
             *(table_client(port, tid, token, args.rate, clock, stats, random.Random(rng.random()))
               for tid, tokens in tables for token in tokens),
         )
         server_figures = summary("cardtable server", stats, duration)
         print(f"CPU over the window: server {cpu.get('server', 0):.2f} cores, clients {cpu.get('clients', 0):.2f} "
               f"cores (of {os.cpu_count()}); load average {os.getloadavg()[0]:.1f}")
+        print(cpu_per_ack(cpu.get("server", 0.0), stats, duration))
 
         echo_stats = Stats()
         clock = Clock(args.warmup, duration)
@@ -306,8 +313,43 @@ BENCH_ENV = {
 """Every client comes from 127.0.0.1: the per-address limits are lifted for the benchmark."""
 
 
-def start_server(port: int, db: str, redis: str | None) -> subprocess.Popen[bytes]:
-    args = [sys.executable, "-m", "cardtable", "serve", "--port", str(port), "--db", db]
+PROFILED = """
+import cProfile, os, runpy, signal, sys
+profile, out = cProfile.Profile(), sys.argv[1]
+def stop(*_):
+    profile.disable()
+    profile.dump_stats(out)
+    os._exit(0)
+signal.signal(signal.SIGTERM, stop)  # uvicorn restores it after its own shutdown and raises SIGTERM again
+signal.signal(signal.SIGUSR1, lambda *_: profile.enable())  # sent when the measuring window opens
+sys.argv = sys.argv[2:]
+runpy.run_module("cardtable", run_name="__main__")
+"""
+
+
+def profiled(folder: str | None, name: str) -> list[str]:
+    """The interpreter arguments that run a server under cProfile, its profile written to ``folder/name.prof`` when
+    it stops (SIGTERM), of what it ran from SIGUSR1 on (:func:`measure_cpu` sends it when the window opens);
+    ``-m`` alone without ``folder``. Use them in place of ``-m``."""
+    if not folder:
+        return ["-m"]
+    os.makedirs(folder, exist_ok=True)
+    return ["-c", PROFILED, os.path.join(folder, f"{name}.prof")]
+
+
+def cpu_per_ack(server_cores: float, stats: Stats, seconds: float) -> str:
+    """The main figure on a shared machine: the servers' CPU milliseconds per answered action (with the updates
+    each action sends), from their CPU use in cores over the window and the acks and rejects counted in it."""
+    answered = len(stats.acks) + len(stats.rejects)
+    if not answered:
+        return "server CPU per answered action: no answers"
+    return (f"server CPU per answered action: {server_cores * seconds * 1000.0 / answered:.3f} ms "
+            f"({answered / seconds:.0f} acks+rejects/s, {stats.updates / answered:.1f} updates received each)")
+
+
+def start_server(port: int, db: str, redis: str | None, profile: str | None = None,
+                 name: str = "server") -> subprocess.Popen[bytes]:
+    args = [sys.executable, *profiled(profile, name), "cardtable", "serve", "--port", str(port), "--db", db]
     if redis:
         args += ["--redis", redis]
     return subprocess.Popen(args, env=dict(os.environ, **BENCH_ENV), stdout=subprocess.DEVNULL,
@@ -430,10 +472,12 @@ async def run_config(name: str, args: argparse.Namespace, db: str, redis: str | 
         duration = max(duration, 30.0)
     rng = random.Random(args.seed)
     ports = [free_port() for _ in range(processes)]
-    servers = [start_server(ports[0], db, redis)]
+    tag = "failover" if failover else "sqlite" if db.startswith("sqlite") else "pg"
+    servers = [start_server(ports[0], db, redis, args.profile, f"{tag}-{processes}-server1")]
     try:
         await wait_http(f"http://127.0.0.1:{ports[0]}/api/games", 120)  # the first applies the migrations
-        servers += [start_server(port, db, redis) for port in ports[1:]]
+        servers += [start_server(port, db, redis, args.profile, f"{tag}-{processes}-server{i + 2}")
+                    for i, port in enumerate(ports[1:])]
         for port in ports[1:]:
             await wait_http(f"http://127.0.0.1:{port}/api/games", 120)
         t0 = time.monotonic()
@@ -466,12 +510,13 @@ async def run_config(name: str, args: argparse.Namespace, db: str, redis: str | 
             victim.kill()
 
         extra = [kill_one()] if failover else []
-        await asyncio.gather(measure_cpu(pids, clock, cpu), *clients, *extra)
+        await asyncio.gather(measure_cpu(pids, clock, cpu, bool(args.profile)), *clients, *extra)
         both = Stats(acks=direct.acks + relayed.acks, rejects=direct.rejects + relayed.rejects,
                      errors=direct.errors + relayed.errors, updates=direct.updates + relayed.updates)
         figures = summary(name, both, duration)
         print("CPU over the window: " + ", ".join(f"{n} {c:.2f} cores" for n, c in cpu.items())
               + f" (of {os.cpu_count()}); load average {os.getloadavg()[0]:.1f}")
+        print(cpu_per_ack(sum(c for n, c in cpu.items() if n.startswith("server")), both, duration))
         if processes > 1 and direct.acks and relayed.acks:
             d = summary("   direct connections", direct, duration)
             r = summary("   relayed connections", relayed, duration)
@@ -498,21 +543,27 @@ async def run_config(name: str, args: argparse.Namespace, db: str, redis: str | 
 
 
 async def run_processes(args: argparse.Namespace, db: str, redis: str) -> None:
-    """The three configurations (and the failover run) on PostgreSQL ``db`` and Redis ``redis``."""
+    """The three configurations (and the failover run) on PostgreSQL ``db`` and Redis ``redis``; with ``--only``,
+    just that one."""
     tmp = tempfile.mkdtemp(prefix="cardtable-bench-")
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    results = {"sqlite": await run_config("1 process, SQLite", args, f"sqlite+aiosqlite:///{tmp}/bench.db",
-                                          None, 1)}
-    await empty_postgres(db)
-    results["pg"] = await run_config("1 process, PostgreSQL", args, db, None, 1)
-    await empty_postgres(db)
-    await flush_redis(redis)
-    results["cluster"] = await run_config(f"{args.processes} processes, PostgreSQL + Redis", args, db, redis,
-                                          args.processes)
-    print(f"\np99: SQLite {results['sqlite']['p99']:.1f} ms, PostgreSQL {results['pg']['p99']:.1f} ms, "
-          f"{args.processes} processes {results['cluster']['p99']:.1f} ms (ratio to one SQLite process "
-          f"{results['cluster']['p99'] / results['sqlite']['p99']:.2f}); target p99 < 40 ms: "
-          f"{'met' if results['cluster']['p99'] < 40 else 'NOT met'}")
+    results: dict[str, dict[str, float]] = {}
+    if args.only in (None, "sqlite"):
+        results["sqlite"] = await run_config("1 process, SQLite", args, f"sqlite+aiosqlite:///{tmp}/bench.db",
+                                             None, 1)
+    if args.only in (None, "pg"):
+        await empty_postgres(db)
+        results["pg"] = await run_config("1 process, PostgreSQL", args, db, None, 1)
+    if args.only in (None, "cluster"):
+        await empty_postgres(db)
+        await flush_redis(redis)
+        results["cluster"] = await run_config(f"{args.processes} processes, PostgreSQL + Redis", args, db, redis,
+                                              args.processes)
+    if len(results) == 3:
+        print(f"\np99: SQLite {results['sqlite']['p99']:.1f} ms, PostgreSQL {results['pg']['p99']:.1f} ms, "
+              f"{args.processes} processes {results['cluster']['p99']:.1f} ms (ratio to one SQLite process "
+              f"{results['cluster']['p99'] / results['sqlite']['p99']:.2f}); target p99 < 40 ms: "
+              f"{'met' if results['cluster']['p99'] < 40 else 'NOT met'}")
     if args.failover:
         await empty_postgres(db)
         await flush_redis(redis)
@@ -533,6 +584,10 @@ def main() -> None:
     parser.add_argument("--db", default=None, help="PostgreSQL URL for --processes (emptied; default: a private one)")
     parser.add_argument("--redis", default=None, help="Redis URL for --processes (flushed; default: a private one)")
     parser.add_argument("--failover", action="store_true", help="with --processes: also SIGKILL one mid-run")
+    parser.add_argument("--profile", default=None, metavar="FOLDER",
+                        help="run each server under cProfile, writing FOLDER/NAME.prof (read with pstats)")
+    parser.add_argument("--only", choices=["sqlite", "pg", "cluster"], default=None,
+                        help="with --processes: run only this configuration")
     args = parser.parse_args()
     if args.processes > 1:
         import contextlib
