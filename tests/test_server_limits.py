@@ -235,6 +235,32 @@ def test_a_slow_reader_is_dropped_not_waited_for() -> None:
     asyncio.run(go())
 
 
+def test_a_connection_outbox_keeps_order_and_wakes_its_writer() -> None:
+    async def go() -> None:
+        peer = Peer()
+        got: list[str | None] = []
+
+        async def writer() -> None:
+            while (text := await peer.outbox.get()) is not None:
+                got.append(text)
+            got.append(None)
+
+        task = asyncio.create_task(writer())
+        await asyncio.sleep(0)  # the writer waits on an empty outbox
+        peer.send("a")
+        await asyncio.sleep(0)
+        assert got == ["a"]
+        for text in ("b", "c", "d"):  # queued in one step: delivered in order
+            peer.send(text)
+        peer.close()
+        await asyncio.wait_for(task, 1)
+        assert got == ["a", "b", "c", "d", None]
+        with pytest.raises(asyncio.QueueEmpty):
+            peer.outbox.get_nowait()
+
+    asyncio.run(go())
+
+
 # -- 6. expiry, creation limit, paging ----------------------------------------------------------------------
 
 

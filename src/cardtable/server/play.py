@@ -8,6 +8,7 @@ imports the other's, so the layers read top-down: play, then bots, then table.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,60 @@ from cardtable.server import messages
 
 DEFAULT_MAX_OUTBOX = 500
 """Messages waiting for a slow connection before it is dropped (``Settings.max_outbox``)."""
+
+
+class Outbox:
+    """A connection's queue of encoded messages (``None``: close), for one reader (its writer task): an
+    ``asyncio.Queue`` without the bookkeeping a queue with many getters and putters needs; the owner queues about
+    four messages per action for every connection, so this is on the hot path.
+
+    Same interface as the queue's part in use: :meth:`put_nowait`, :meth:`get`, :meth:`get_nowait`
+    (``asyncio.QueueEmpty`` when empty), :meth:`qsize`, :meth:`empty`.
+    """
+
+    __slots__ = ("_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: deque[str | None] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def qsize(self) -> int:
+        """Messages waiting."""
+        return len(self._items)
+
+    def empty(self) -> bool:
+        """Whether nothing waits."""
+        return not self._items
+
+    def put_nowait(self, item: str | None) -> None:
+        """Queue ``item`` and wake the reader."""
+        self._items.append(item)
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def get_nowait(self) -> str | None:
+        """The oldest item; ``asyncio.QueueEmpty`` when nothing waits."""
+        if not self._items:
+            raise asyncio.QueueEmpty
+        return self._items.popleft()
+
+    async def get(self) -> str | None:
+        """The oldest item, waiting for one (one reader at a time)."""
+        while not self._items:
+            waiter = self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await waiter
+            finally:
+                if self._waiter is waiter:
+                    self._waiter = None
+        return self._items.popleft()
+
+    def clear(self) -> None:
+        """Drop what waits."""
+        self._items.clear()
 
 
 class Peer:
@@ -33,7 +88,7 @@ class Peer:
         self.seat = seat
         self.address = address
         self.max_outbox = max_outbox
-        self.outbox: asyncio.Queue[str | None] = asyncio.Queue()
+        self.outbox = Outbox()
         self.closed = False
         self.close_code = 1000
         """The WebSocket close code the writer closes with (1012 when the table moved: reconnect)."""
@@ -43,8 +98,7 @@ class Peer:
         if self.closed:
             return
         if self.outbox.qsize() >= self.max_outbox:
-            while not self.outbox.empty():
-                self.outbox.get_nowait()
+            self.outbox.clear()
             self.close()
             return
         self.outbox.put_nowait(text)

@@ -27,13 +27,19 @@ FLUSH_TIMEOUT_S = 2.0
 
 
 async def _writer(websocket: WebSocket, peer: Peer) -> None:
+    outbox = peer.outbox
+    send_text = websocket.send_text
     with contextlib.suppress(Exception):
         while True:
-            text = await peer.outbox.get()
-            if text is None:
-                await websocket.close(code=peer.close_code)
-                return
-            await websocket.send_text(text)
+            text = await outbox.get()
+            while True:  # what is queued goes out without waiting for the loop again
+                if text is None:
+                    await websocket.close(code=peer.close_code)
+                    return
+                await send_text(text)
+                if outbox.empty():
+                    break
+                text = outbox.get_nowait()
 
 
 async def table_socket(websocket: WebSocket, table_id: str) -> None:
