@@ -119,7 +119,7 @@ class Table:
         self.queue: asyncio.Queue[Play | Call] = asyncio.Queue()
         self.task: asyncio.Task[None] | None = None
         self.changed = asyncio.Event()
-        self._clock_key: tuple[int, str] | None = None
+        self._clock_key: tuple[int, Action] | None = None
         self._clock_handles: list[asyncio.TimerHandle] = []
         self._next_hand: asyncio.TimerHandle | None = None
         self._bot_tasks: dict[int, tuple[str, asyncio.Task[None]]] = {}
@@ -368,11 +368,16 @@ class Table:
             self._after_change()
 
     def _updates(self, state: HandState, events: list[Event], version: int) -> dict[int | None, str]:
+        """Each viewer's ``update`` at ``version`` (seats with a connection, and ``None`` for the spectators,
+        who all get the same text), encoded once per viewer."""
         texts: dict[int | None, str] = {}
+        acting = () if state.is_over or self.status != "playing" else state.to_act()
+        encode = messages.encode
         for viewer in self._viewers():
-            texts[viewer] = messages.encode({
+            texts[viewer] = encode({
                 "type": "update", "v": version, "events": state.events_for(events, viewer),
-                "view": state.view(viewer), "legal": self.legal_for(viewer),
+                "view": state.view(viewer),
+                "legal": state.legal_actions(viewer) if viewer is not None and viewer in acting else [],
             })
         return texts
 
@@ -467,7 +472,7 @@ class Table:
         clock = None
         if self.status == "playing" and state is not None and not state.is_over:
             clock = state.clock_action()
-        key = None if clock is None else (clock[0], messages.encode(clock[1]))
+        key = None if clock is None else (clock[0], dict(clock[1]))  # a copy: compared by value next time
         if key == self._clock_key:
             return
         for handle in self._clock_handles:
