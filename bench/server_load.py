@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,16 +72,20 @@ def cpu_seconds(pid: int) -> float:
 
 async def measure_cpu(pids: dict[str, int], clock: Clock, out: dict[str, float], profiling: bool = False) -> None:
     """Fill ``out`` with each process's CPU use (cores) over the measuring window; with ``profiling``, start the
-    servers' profilers (SIGUSR1, :func:`profiled`) when it opens."""
+    servers' profilers (SIGUSR1, :func:`profiled`) when it opens and have them written (SIGUSR2) when it closes."""
     await asyncio.sleep(max(0.0, clock.start - time.monotonic()))
     if profiling:
         for name, pid in pids.items():
             if name.startswith("server"):
-                os.kill(pid, signal.SIGUSR1)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGUSR1)
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     await asyncio.sleep(max(0.0, clock.end - time.monotonic()))
     for name, pid in pids.items():
         out[name] = (cpu_seconds(pid) - before[name]) / (clock.end - clock.start)
+        if profiling and name.startswith("server"):
+            with contextlib.suppress(ProcessLookupError):  # killed by the failover run
+                os.kill(pid, signal.SIGUSR2)
 
 
 def free_port() -> int:
@@ -121,6 +126,7 @@ class Incoming(msgspec.Struct):
     type: str
     seq: int | None = None
     legal: list[dict[str, Any]] | None = None
+    v: int | None = None
 
 
 _decode = msgspec.json.Decoder(Incoming).decode
@@ -319,9 +325,8 @@ profile, out = cProfile.Profile(), sys.argv[1]
 def stop(*_):
     profile.disable()
     profile.dump_stats(out)
-    os._exit(0)
-signal.signal(signal.SIGTERM, stop)  # uvicorn restores it after its own shutdown and raises SIGTERM again
 signal.signal(signal.SIGUSR1, lambda *_: profile.enable())  # sent when the measuring window opens
+signal.signal(signal.SIGUSR2, stop)  # and when it closes
 sys.argv = sys.argv[2:]
 runpy.run_module("cardtable", run_name="__main__")
 """
@@ -329,8 +334,8 @@ runpy.run_module("cardtable", run_name="__main__")
 
 def profiled(folder: str | None, name: str) -> list[str]:
     """The interpreter arguments that run a server under cProfile, its profile written to ``folder/name.prof`` when
-    it stops (SIGTERM), of what it ran from SIGUSR1 on (:func:`measure_cpu` sends it when the window opens);
-    ``-m`` alone without ``folder``. Use them in place of ``-m``."""
+    :func:`measure_cpu` sends it SIGUSR2 (the measuring window's end), of what it ran from SIGUSR1 on (the window's
+    start); ``-m`` alone without ``folder``. Use them in place of ``-m``."""
     if not folder:
         return ["-m"]
     os.makedirs(folder, exist_ok=True)
@@ -412,18 +417,18 @@ async def cluster_client(ports: list[int], start: int, tid: str, token: str, rat
                 async def read(ws: Any, stats: Stats, sent: dict[int, float], opened: float) -> None:
                     nonlocal legal
                     async for raw in ws:
-                        message = msgspec.json.decode(raw)
-                        kind = message.get("type")
+                        message = _decode(raw)
+                        kind = message.type
                         now = time.monotonic()
                         if kind in ("update", "snapshot"):
-                            legal = message.get("legal") or []
+                            legal = message.legal or []
                             if clock.measuring(now):
                                 stats.updates += 1
-                        elif kind in ("ack", "reject") and message.get("seq") is not None:
-                            t0 = sent.pop(message["seq"], None)
+                        elif kind in ("ack", "reject") and message.seq is not None:
+                            t0 = sent.pop(message.seq, None)
                             if kind == "ack":
                                 mark = acked.setdefault(tid, Ack())
-                                mark.version, mark.at = max(mark.version, int(message["v"])), now
+                                mark.version, mark.at = max(mark.version, message.v or 0), now
                                 if mark.after_kill is None and "at" in killed and opened > killed["at"]:
                                     mark.after_kill = now
                             if t0 is not None and clock.measuring(t0):
@@ -598,14 +603,19 @@ def main() -> None:
         with contextlib.ExitStack() as stack:
             db = args.db or new_database(stack.enter_context(postgres_cluster()))
             redis = args.redis or stack.enter_context(redis_server()).url()
-            asyncio.run(run_processes(args, db, redis))
+            run_loop(run_processes(args, db, redis))
         return
-    try:  # the server runs on uvloop (uvicorn's default when installed); so do the clients
+    run_loop(run(args))
+
+
+def run_loop(main: Coroutine[Any, Any, None]) -> None:
+    """Run ``main`` on uvloop when installed (as the servers do: uvicorn's default), else on asyncio's loop."""
+    try:
         import uvloop
     except ImportError:
-        asyncio.run(run(args))
+        asyncio.run(main)
     else:
-        uvloop.run(run(args))
+        uvloop.run(main)
 
 
 if __name__ == "__main__":
