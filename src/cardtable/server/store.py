@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import and_, case, create_engine, event, make_url, or_, select, update
+from sqlalchemy import and_, bindparam, case, create_engine, event, make_url, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
@@ -156,6 +156,7 @@ class Store:
         self._sync_engine: Engine | None = None
         self._sync_conn: Connection | None = None
         self._insert_actions_sql: str | None = None
+        self._fence_sql: tuple[str, list[str]] | None = None
         self.fences: dict[str, int] = {}
         """Table id -> this process's owner epoch, for tables it owns when several processes serve: every write
         for such a table checks, in its transaction, that ``tables.epoch`` still holds it (else :class:`Fenced`)."""
@@ -184,6 +185,11 @@ class Store:
         compiled = schema.actions.insert().compile(dialect=engine.dialect)
         if compiled.positiontup == ["table_id", "hand", "idx", "seat", "ms", "action", "epoch"]:
             store._insert_actions_sql = str(compiled)
+        t = schema.tables
+        fence = update(t).where(t.c.id == bindparam("table_id"), t.c.epoch == bindparam("epoch")).values(
+            epoch=bindparam("epoch")).compile(dialect=engine.dialect)
+        if fence.positiontup is not None:
+            store._fence_sql = (str(fence), list(fence.positiontup))
         if engine.dialect.name == "sqlite":
             sync_engine = create_engine(
                 make_url(url).set(drivername="sqlite"), json_serializer=_json_dumps,
@@ -295,9 +301,15 @@ class Store:
         if epoch is None:
             return fn
         t = schema.tables
+        compiled = self._fence_sql
 
         def fenced(conn: Connection) -> None:
-            result = conn.execute(update(t).where(t.c.id == table_id, t.c.epoch == epoch).values(epoch=epoch))
+            if compiled is not None:  # the hot path (one per write): a statement compiled once, as insert_actions
+                sql, order = compiled
+                values = {"table_id": table_id, "epoch": epoch}
+                result = conn.exec_driver_sql(sql, tuple(values[name] for name in order))
+            else:
+                result = conn.execute(update(t).where(t.c.id == table_id, t.c.epoch == epoch).values(epoch=epoch))
             if result.rowcount != 1:
                 raise Fenced(table_id, epoch)
             fn(conn)
