@@ -23,6 +23,11 @@ without them private ones are started (``tests/services.py``: PostgreSQL and red
     nice -n 10 .venv/bin/python bench/server_load.py --processes 2 --tables 400 --duration 20 --failover
 
 Target: 400 tables x 4 seats at 1 action/s/seat over two processes, p99 ack < 40 ms.
+
+On a shared machine compare versions by the servers' CPU per answered action (printed for every configuration;
+``--only sqlite|pg|cluster`` runs one), at a load the servers keep up with: a starved server batches more and its
+figure drops. ``--profile FOLDER`` writes a cProfile of each server over the measuring window
+(``FOLDER/{sqlite,pg}-{processes}-server{n}.prof``; read with ``python -m pstats``).
 """
 
 from __future__ import annotations
