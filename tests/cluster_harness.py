@@ -331,3 +331,17 @@ def check_record(db: str, table_id: str, watchers: list[Client], acked: list[Cli
     assert all(e is not None for e in stamps)
     assert stamps == sorted(stamps, key=lambda e: e or 0), "an older owner stored after a newer one"
     return len(views)
+
+
+def stored_actions(db: str, table_id: str) -> list[tuple[int, dict[str, Any]]]:
+    """``table_id``'s stored actions in version order (version ``v`` is item ``v - 1``): ``(seat, action)``."""
+
+    async def load() -> list[tuple[int, dict[str, Any]]]:
+        store = await Store.open(db)
+        try:
+            rows = await store.load_tables(table_id=table_id, with_hands=True)
+        finally:
+            await store.close()
+        return [(seat, action) for hand in rows[0].hands for seat, _ms, action in hand.actions]
+
+    return run_async(load)

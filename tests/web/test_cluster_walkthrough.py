@@ -1,0 +1,205 @@
+"""Issue 11's "done when", in the browser: ``docs/deploy.md``'s two ``cardtable serve --redis`` processes on one
+PostgreSQL and one Redis; a person opens a Nerts table with bots in the lobby of one process, a second person joins
+it from the lobby of the other (so one of them is relayed), both play real moves through the page; then the
+process that owns the table is killed (SIGKILL). The browser on the surviving process reconnects by itself; the
+one whose process died is pointed at the survivor (as a person would open the other address; behind the nginx of
+``docs/deploy.md`` it would reconnect by itself, which ``tests/test_server_cluster_nginx.py`` checks). Both play on,
+past the kill, and every action either browser was acknowledged (``ack``: its ``seq`` and version, read from the
+page's WebSocket frames) is in the stored record, at that version, as that seat's action.
+
+Screenshots before and after the kill: ``screenshots/cluster-{before,after}-{owner,relayed}-1280x720.png``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, WebSocket, expect
+from redis import Redis
+from webhelpers import sit, state
+
+from cluster_harness import Proc, stored_actions, wait_for
+from services import Postgres, new_database
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+
+PACE = {"CARDTABLE_BOT_PACE": "1", "CARDTABLE_HAND_PAUSE": "1", "CARDTABLE_CREATES_PER_MINUTE": "1000"}
+"""Bots at a person's pace, so that the hand is still on when the owner dies."""
+
+
+@dataclass
+class Person:
+    """One browser (its own context) and the WebSocket frames its page sent and received, by socket."""
+
+    name: str
+    page: Page
+    frames: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)
+    """``(socket number, "sent" | "received", message)`` in order."""
+    sockets: int = 0
+
+    def watch(self) -> None:
+        def on_socket(ws: WebSocket) -> None:
+            number = self.sockets
+            self.sockets += 1
+
+            def keep(direction: str, payload: str | bytes) -> None:
+                with contextlib.suppress(ValueError):
+                    self.frames.append((number, direction, json.loads(payload)))
+
+            ws.on("framesent", lambda payload: keep("sent", payload))
+            ws.on("framereceived", lambda payload: keep("received", payload))
+
+        self.page.on("websocket", on_socket)
+
+    def acks(self) -> list[tuple[int, dict[str, Any]]]:
+        """Every acknowledged action: ``(version, action)``."""
+        sent = {(n, m["seq"]): m["action"] for n, d, m in list(self.frames) if d == "sent" and m.get("type") == "action"}
+        return [(int(m["v"]), sent[(n, m["seq"])]) for n, d, m in list(self.frames)
+                if d == "received" and m.get("type") == "ack"]
+
+    def last_version(self) -> int:
+        """The highest version this page was sent (snapshots, updates, acks)."""
+        return max((int(m["v"]) for _, d, m in list(self.frames) if d == "received" and "v" in m), default=-1)
+
+
+def move(person: Person) -> bool:
+    """Make one move through the page as a person would (a double-click sends a card to a foundation; else the
+    Flip, Cycle, Stuck or Nerts button) and wait for its answer; True when it was acknowledged."""
+    page = person.page
+    st = state(page)
+    legal = st.get("legal") or []
+    view = st.get("view")
+    if not legal or not view or view.get("over"):
+        return False
+    before = len(person.acks())
+    answers = sum(1 for _, d, m in list(person.frames) if d == "received" and m.get("type") in ("ack", "reject"))
+    fits = [a for a in legal if a["type"] == "move" and a["to"].startswith("foundation") and "as" not in a]
+    try:
+        if fits:
+            cards = page.locator(f'.layout.mine .pile[data-pile="{fits[0]["from"]}"] .card[data-card]')
+            cards.last.dblclick(timeout=2000)
+        else:
+            kinds = {a["type"] for a in legal}
+            button = next((b for b in ("flip", "cycle", "stuck", "nerts") if b in kinds), None)
+            if button is None:
+                return False
+            page.locator("#call-nerts" if button == "nerts" else f"#{button}").click(timeout=2000)
+        wait_for(lambda: sum(1 for _, d, m in list(person.frames)
+                             if d == "received" and m.get("type") in ("ack", "reject")) > answers, 5, "an answer")
+    except Exception:
+        return False  # the table moved on under the click (a bot played first, the hand ended)
+    return len(person.acks()) > before
+
+
+def play(person: Person, moves: int, timeout: float, above: int = -1) -> None:
+    """Make moves until ``moves`` more are acknowledged (at versions above ``above``)."""
+    def done() -> int:
+        return sum(1 for v, _ in person.acks() if v > above)
+
+    target = done() + moves
+    deadline = time.monotonic() + timeout
+    while done() < target:
+        assert time.monotonic() < deadline, f"{person.name}: {done()} of {target} moves acknowledged in {timeout:g} s"
+        if not move(person):
+            person.page.wait_for_timeout(250)
+
+
+@pytest.fixture
+def cluster(postgres: Postgres, redis_url: str, tmp_path: Path) -> Any:
+    """``docs/deploy.md``'s two processes (short leases, as ``--lease-ms``/``--sweep-s`` allow) and their database."""
+    db = new_database(postgres)  # Playwright's event loop may be running in this thread (services.run_async)
+    procs = [Proc(db, redis_url, tmp_path / f"{n}.log", env=PACE) for n in "ab"]
+    for proc in procs:
+        proc.start(wait=False)
+    try:
+        for proc in procs:
+            wait_for(proc.ready, 90, f"the server on port {proc.port} to answer")
+        yield db, procs
+    finally:
+        for proc in procs:
+            if proc.alive:
+                proc.stop(signal.SIGKILL)
+
+
+def test_two_browsers_on_two_processes_play_on_after_the_owner_dies(browser: Browser, cluster: Any, redis_url: str,
+                                                                     screenshots: Path) -> None:
+    db, (a, b) = cluster
+    errors: list[str] = []
+    people: list[Person] = []
+    for name in ("ana", "bea"):
+        context = browser.new_context(viewport={"width": 1280, "height": 720})
+        person = Person(name, context.new_page())
+        person.page.on("pageerror", lambda e: errors.append(str(e)))
+        person.watch()
+        people.append(person)
+    ana, bea = people
+
+    # ana opens a table in the lobby of process a: two people, two bots.
+    ana.page.goto(a.base + "/")
+    ana.page.wait_for_selector(".playnow-btn")
+    ana.page.fill("#player-name", "ana")
+    ana.page.click("#custom > summary")
+    ana.page.fill("[name=target_score]", "1000")
+    ana.page.select_option("select.seat-kind[data-seat='1']", "open")
+    for seat in (2, 3):
+        ana.page.select_option(f"select.seat-kind[data-seat='{seat}']", "greedy:easy")
+    ana.page.click("#create")
+    ana.page.wait_for_url("**/?table=*")
+    tid = ana.page.url.split("table=")[1]
+    ana.page.wait_for_selector("#start")
+
+    # bea finds it in the lobby of process b (read from the shared database) and joins.
+    bea.page.goto(b.base + "/")
+    bea.page.locator(f"[data-join='{tid}']").click(timeout=20000)
+    bea.page.fill("#join-name", "bea")
+    bea.page.click("#join")
+    bea.page.wait_for_selector(".waiting, .layout.mine")
+    expect(ana.page.locator("#start")).to_be_enabled(timeout=20000)
+    ana.page.click("#start")
+    for person in people:
+        person.page.wait_for_selector(".layout.mine", timeout=30000)
+        person.page.wait_for_function("() => (window.__ct?.legal || []).length > 0", timeout=30000)
+    assert [state(p.page)["seat"] for p in people] == [0, 1]
+
+    for person in people:
+        play(person, 3, 60)
+    lease = Redis.from_url(redis_url).get(f"ct:lease:{tid}")
+    assert lease is not None
+    owner_pid = int(lease.decode().rsplit(":", 1)[0].split("-")[-2])
+    owner, survivor = (a, b) if a.proc is not None and a.proc.pid == owner_pid else (b, a)
+    on_owner, relayed = (ana, bea) if owner is a else (bea, ana)
+    for person, role in ((on_owner, "owner"), (relayed, "relayed")):
+        person.page.screenshot(path=str(screenshots / f"cluster-before-{role}-1280x720.png"))
+
+    owner.stop(signal.SIGKILL)
+    at_kill = max(p.last_version() for p in people)
+    acked_before = {p.name: p.acks() for p in people}
+
+    # The relayed browser's page reconnects by itself (conn.js) to its own process, which takes the table; the
+    # browser whose process died opens the survivor's address with its seat (kept in that origin's storage).
+    seat_of_dead = state(on_owner.page)["seat"]
+    token = on_owner.page.evaluate(f"() => JSON.parse(localStorage.getItem('ct.seat.{tid}')).token")
+    sit(on_owner.page, survivor.base, tid, seat_of_dead, token)
+    for person in people:
+        person.page.wait_for_function("() => (window.__ct?.legal || []).length > 0", timeout=60000)
+        play(person, 2, 90, above=at_kill)
+    for person, role in ((on_owner, "owner"), (relayed, "relayed")):
+        person.page.screenshot(path=str(screenshots / f"cluster-after-{role}-1280x720.png"))
+
+    # Nothing acknowledged is lost: every ack, before and after the kill, is that seat's action at that version.
+    stored = stored_actions(db, tid)
+    for seat, person in enumerate(people):
+        acks = person.acks()
+        assert acks[:len(acked_before[person.name])] == acked_before[person.name]
+        assert any(v > at_kill for v, _ in acks), f"{person.name} moved after the kill"
+        for v, action in acks:
+            assert v <= len(stored), f"{person.name}: version {v} acknowledged but not stored ({len(stored)})"
+            assert stored[v - 1] == (seat, action), f"{person.name}: version {v} stored as {stored[v - 1]}"
+    assert not errors, errors
