@@ -28,6 +28,15 @@ def test_every_setting_has_an_option_with_its_help_and_variable() -> None:
     assert option_name("max_body_bytes") == "--max-body-bytes" and option_name("default_grace_s") == "--grace-seconds"
 
 
+def test_every_setting_is_documented_in_deploy_md() -> None:
+    """docs/deploy.md has a table row for every setting (the cluster's ``lease_ms``, ``sweep_s``, ``call_timeout_s``
+    too): its name in backticks at the start of a row."""
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "deploy.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip() for line in doc.splitlines() if line.startswith("| `")}
+    named = {part.strip(" `") for row in rows for part in row.split(",")}
+    assert {field.name for field in dataclasses.fields(Settings)} <= named
+
+
 def test_options_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CARDTABLE_MAX_SPECTATORS", "7")
     monkeypatch.setenv("CARDTABLE_HAND_PAUSE", "0.5")

@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 import pytest
+from redis import Redis
 
 from cluster_harness import Client, Message, Proc, TcpProxy, check_record, port_open, start, wait_for
 from services import Postgres, free_port, new_database
@@ -101,6 +102,7 @@ def test_sigkill_owner_another_process_takes_over(pg_db: str, redis_url: str, pr
     reconnect through it, nothing acknowledged is lost, the hand and its clock go on."""
     a, b = start(procs, pg_db, redis_url, tmp_path / "a.log", tmp_path / "b.log")
     tid, token = nerts_table(a)
+    assert 0 < Redis.from_url(redis_url).pttl(f"ct:lease:{tid}") <= 2000  # --lease-ms 2000 reached the process
     person = Client([a, b], tid, token)
     watcher = Client([b], tid, None)  # relayed through b to a
     for client in (person, watcher):
