@@ -1,5 +1,5 @@
 """Issue 11's "done when", in the browser: ``docs/deploy.md``'s two ``cardtable serve --redis`` processes on one
-PostgreSQL and one Redis; a person opens a Nerts table with bots in the lobby of one process, a second person joins
+PostgreSQL and one Redis; a person opens a table with bots (Nerts, then Enemy Anemone) in the lobby of one process, a second person joins
 it from the lobby of the other (so one of them is relayed), both play real moves through the page; then the
 process that owns the table is killed (SIGKILL). The browser on the surviving process reconnects by itself; the
 one whose process died is pointed at the survivor (as a person would open the other address; behind the nginx of
@@ -7,7 +7,7 @@ one whose process died is pointed at the survivor (as a person would open the ot
 past the kill, and every action either browser was acknowledged (``ack``: its ``seq`` and version, read from the
 page's WebSocket frames) is in the stored record, at that version, as that seat's action.
 
-Screenshots before and after the kill: ``screenshots/cluster-{before,after}-{owner,relayed}-1280x720.png``.
+Screenshots before and after the kill: ``screenshots/cluster-{game}-{before,after}-{owner,relayed}-1280x720.png``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,11 @@ from services import Postgres, new_database
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 PACE = {"CARDTABLE_BOT_PACE": "1", "CARDTABLE_HAND_PAUSE": "1", "CARDTABLE_CREATES_PER_MINUTE": "1000"}
-"""Bots at a person's pace, so that the hand is still on when the owner dies."""
+"""Nerts bots at a person's pace, so that the hand is still on when the owner dies."""
+
+BOTS = {"nerts": "greedy:easy", "anemone": "heuristic"}
+BOARD = {"nerts": ".layout.mine", "anemone": ".anemone-table .myhand"}
+"""The page's own board in each game."""
 
 
 @dataclass
@@ -69,46 +73,71 @@ class Person:
         return max((int(m["v"]) for _, d, m in list(self.frames) if d == "received" and "v" in m), default=-1)
 
 
-def move(person: Person) -> bool:
-    """Make one move through the page as a person would (a double-click sends a card to a foundation; else the
-    Flip, Cycle, Stuck or Nerts button) and wait for its answer; True when it was acknowledged."""
+def answers(person: Person) -> int:
+    """How many ``ack`` and ``reject`` messages the page received."""
+    return sum(1 for _, d, m in list(person.frames) if d == "received" and m.get("type") in ("ack", "reject"))
+
+
+def nerts_move(page: Page, st: dict[str, Any]) -> bool:
+    """One Nerts move as a person makes it: a double-click sends a card to a foundation; else the Flip, Cycle,
+    Stuck or Nerts button. False when there is nothing to do."""
+    legal = st["legal"]
+    fits = [a for a in legal if a["type"] == "move" and a["to"].startswith("foundation") and "as" not in a]
+    if fits:
+        page.locator(f'.layout.mine .pile[data-pile="{fits[0]["from"]}"] .card[data-card]').last.dblclick(timeout=2000)
+        return True
+    kinds = {a["type"] for a in legal}
+    button = next((b for b in ("flip", "cycle", "stuck", "nerts") if b in kinds), None)
+    if button is None:
+        return False
+    page.locator("#call-nerts" if button == "nerts" else f"#{button}").click(timeout=2000)
+    return True
+
+
+def anemone_move(page: Page, st: dict[str, Any]) -> bool:
+    """One Enemy Anemone play on the person's turn: a click on a marked card (or on a card to discard)."""
+    view = st["view"]
+    if view.get("turn") != st["seat"]:
+        return False
+    card = view["hand"][0] if view.get("must_discard") else (view.get("playable") or [None])[-1]
+    if card is None:
+        return False
+    page.locator(f'.handcards .ccard[data-card="{card}"]').click(timeout=2000)
+    return True
+
+
+MOVES = {"nerts": nerts_move, "anemone": anemone_move}
+
+
+def move(person: Person, game: str) -> bool:
+    """Make one move through the page, if there is one to make, and wait for its answer; True when it was
+    acknowledged."""
     page = person.page
     st = state(page)
-    legal = st.get("legal") or []
     view = st.get("view")
-    if not legal or not view or view.get("over"):
+    if not st.get("legal") or not view or view.get("over"):
         return False
-    before = len(person.acks())
-    answers = sum(1 for _, d, m in list(person.frames) if d == "received" and m.get("type") in ("ack", "reject"))
-    fits = [a for a in legal if a["type"] == "move" and a["to"].startswith("foundation") and "as" not in a]
+    before, answered = len(person.acks()), answers(person)
     try:
-        if fits:
-            cards = page.locator(f'.layout.mine .pile[data-pile="{fits[0]["from"]}"] .card[data-card]')
-            cards.last.dblclick(timeout=2000)
-        else:
-            kinds = {a["type"] for a in legal}
-            button = next((b for b in ("flip", "cycle", "stuck", "nerts") if b in kinds), None)
-            if button is None:
-                return False
-            page.locator("#call-nerts" if button == "nerts" else f"#{button}").click(timeout=2000)
-        wait_for(lambda: sum(1 for _, d, m in list(person.frames)
-                             if d == "received" and m.get("type") in ("ack", "reject")) > answers, 5, "an answer")
+        if not MOVES[game](page, st):
+            return False
+        wait_for(lambda: answers(person) > answered, 5, "an answer")
     except Exception:
         return False  # the table moved on under the click (a bot played first, the hand ended)
     return len(person.acks()) > before
 
 
-def play(person: Person, moves: int, timeout: float, above: int = -1) -> None:
-    """Make moves until ``moves`` more are acknowledged (at versions above ``above``)."""
-    def done() -> int:
+def play(people: list[Person], game: str, moves: int, timeout: float, above: int = -1) -> None:
+    """Make moves in every page until each has ``moves`` more acknowledged (at versions above ``above``)."""
+    def done(person: Person) -> int:
         return sum(1 for v, _ in person.acks() if v > above)
 
-    target = done() + moves
+    targets = [done(p) + moves for p in people]
     deadline = time.monotonic() + timeout
-    while done() < target:
-        assert time.monotonic() < deadline, f"{person.name}: {done()} of {target} moves acknowledged in {timeout:g} s"
-        if not move(person):
-            person.page.wait_for_timeout(250)
+    while any(done(p) < t for p, t in zip(people, targets, strict=True)):
+        assert time.monotonic() < deadline, f"{[done(p) for p in people]} of {targets} moves acknowledged"
+        if not any([move(p, game) for p in people]):
+            people[0].page.wait_for_timeout(200)
 
 
 @pytest.fixture
@@ -128,8 +157,9 @@ def cluster(postgres: Postgres, redis_url: str, tmp_path: Path) -> Any:
                 proc.stop(signal.SIGKILL)
 
 
+@pytest.mark.parametrize("game", ["nerts", "anemone"])
 def test_two_browsers_on_two_processes_play_on_after_the_owner_dies(browser: Browser, cluster: Any, redis_url: str,
-                                                                     screenshots: Path) -> None:
+                                                                     screenshots: Path, game: str) -> None:
     db, (a, b) = cluster
     errors: list[str] = []
     people: list[Person] = []
@@ -146,10 +176,14 @@ def test_two_browsers_on_two_processes_play_on_after_the_owner_dies(browser: Bro
     ana.page.wait_for_selector(".playnow-btn")
     ana.page.fill("#player-name", "ana")
     ana.page.click("#custom > summary")
-    ana.page.fill("[name=target_score]", "1000")
+    if game == "anemone":
+        ana.page.click("button[data-game=anemone]")
+        ana.page.fill("[name=players]", "4")
+    else:
+        ana.page.fill("[name=target_score]", "1000")
     ana.page.select_option("select.seat-kind[data-seat='1']", "open")
     for seat in (2, 3):
-        ana.page.select_option(f"select.seat-kind[data-seat='{seat}']", "greedy:easy")
+        ana.page.select_option(f"select.seat-kind[data-seat='{seat}']", BOTS[game])
     ana.page.click("#create")
     ana.page.wait_for_url("**/?table=*")
     tid = ana.page.url.split("table=")[1]
@@ -164,19 +198,18 @@ def test_two_browsers_on_two_processes_play_on_after_the_owner_dies(browser: Bro
     expect(ana.page.locator("#start")).to_be_enabled(timeout=20000)
     ana.page.click("#start")
     for person in people:
-        person.page.wait_for_selector(".layout.mine", timeout=30000)
-        person.page.wait_for_function("() => (window.__ct?.legal || []).length > 0", timeout=30000)
+        person.page.wait_for_selector(BOARD[game], timeout=30000)
+        person.page.wait_for_function("() => window.__ct?.view", timeout=30000)
     assert [state(p.page)["seat"] for p in people] == [0, 1]
 
-    for person in people:
-        play(person, 3, 60)
+    play(people, game, 3, 90)
     lease = Redis.from_url(redis_url).get(f"ct:lease:{tid}")
     assert lease is not None
     owner_pid = int(lease.decode().rsplit(":", 1)[0].split("-")[-2])
     owner, survivor = (a, b) if a.proc is not None and a.proc.pid == owner_pid else (b, a)
     on_owner, relayed = (ana, bea) if owner is a else (bea, ana)
     for person, role in ((on_owner, "owner"), (relayed, "relayed")):
-        person.page.screenshot(path=str(screenshots / f"cluster-before-{role}-1280x720.png"))
+        person.page.screenshot(path=str(screenshots / f"cluster-{game}-before-{role}-1280x720.png"))
 
     owner.stop(signal.SIGKILL)
     at_kill = max(p.last_version() for p in people)
@@ -188,10 +221,10 @@ def test_two_browsers_on_two_processes_play_on_after_the_owner_dies(browser: Bro
     token = on_owner.page.evaluate(f"() => JSON.parse(localStorage.getItem('ct.seat.{tid}')).token")
     sit(on_owner.page, survivor.base, tid, seat_of_dead, token)
     for person in people:
-        person.page.wait_for_function("() => (window.__ct?.legal || []).length > 0", timeout=60000)
-        play(person, 2, 90, above=at_kill)
+        person.page.wait_for_selector(BOARD[game], timeout=60000)
+    play(people, game, 2, 90, above=at_kill)
     for person, role in ((on_owner, "owner"), (relayed, "relayed")):
-        person.page.screenshot(path=str(screenshots / f"cluster-after-{role}-1280x720.png"))
+        person.page.screenshot(path=str(screenshots / f"cluster-{game}-after-{role}-1280x720.png"))
 
     # Nothing acknowledged is lost: every ack, before and after the kill, is that seat's action at that version.
     stored = stored_actions(db, tid)
