@@ -16,6 +16,7 @@ import contextlib
 import json
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,16 @@ class Person:
         return max((int(m["v"]) for _, d, m in list(self.frames) if d == "received" and "v" in m), default=-1)
 
 
+def settle(page: Page, condition: Callable[[], bool], timeout: float, what: str) -> None:
+    """Wait for ``condition`` while Playwright runs (its events, such as WebSocket frames, are delivered only while
+    a Playwright call waits, never during ``time.sleep``); ``AssertionError`` naming ``what`` after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        page.wait_for_timeout(50)
+
+
 def answers(person: Person) -> int:
     """How many ``ack`` and ``reject`` messages the page received."""
     return sum(1 for _, d, m in list(person.frames) if d == "received" and m.get("type") in ("ack", "reject"))
@@ -99,10 +110,14 @@ def anemone_move(page: Page, st: dict[str, Any]) -> bool:
     view = st["view"]
     if view.get("turn") != st["seat"]:
         return False
+    if page.locator("section.trick.held").count():  # the last trick is held on the table: click to go on
+        page.locator("section.trick.held").click(timeout=2000)
+        return False
     card = view["hand"][0] if view.get("must_discard") else (view.get("playable") or [None])[-1]
     if card is None:
         return False
-    page.locator(f'.handcards .ccard[data-card="{card}"]').click(timeout=2000)
+    # force: a card the page points at (a hint) pulses, and Playwright waits for a still element before a click
+    page.locator(f'.handcards .ccard[data-card="{card}"]').click(timeout=2000, force=True)
     return True
 
 
@@ -121,7 +136,7 @@ def move(person: Person, game: str) -> bool:
     try:
         if not MOVES[game](page, st):
             return False
-        wait_for(lambda: answers(person) > answered, 5, "an answer")
+        settle(page, lambda: answers(person) > answered, 5, "an answer")
     except Exception:
         return False  # the table moved on under the click (a bot played first, the hand ended)
     return len(person.acks()) > before
