@@ -227,6 +227,7 @@ def test_two_browsers_on_two_processes_play_on_after_the_owner_dies(browser: Bro
         person.page.screenshot(path=str(screenshots / f"cluster-{game}-before-{role}-1280x720.png"))
 
     owner.stop(signal.SIGKILL)
+    killed_at = time.monotonic()
     at_kill = max(p.last_version() for p in people)
     acked_before = {p.name: p.acks() for p in people}
 
@@ -238,6 +239,7 @@ def test_two_browsers_on_two_processes_play_on_after_the_owner_dies(browser: Bro
     for person in people:
         person.page.wait_for_selector(BOARD[game], timeout=60000)
     play(people, game, 2, 90, above=at_kill)
+    print(f"{game}: both browsers had two moves acknowledged past the kill {time.monotonic() - killed_at:.1f} s after it")
     for person, role in ((on_owner, "owner"), (relayed, "relayed")):
         person.page.screenshot(path=str(screenshots / f"cluster-{game}-after-{role}-1280x720.png"))
 
