@@ -1,7 +1,8 @@
 """Our Enemy Anemone search against OpenSpiel's ISMCTS at equal simulations per move, and our search's speed.
 
 Usage: ``python bench/anemone_vs_openspiel.py [--games 200] [--budgets 500,2500] [--settings pairs,solo]
-[--jobs 1] [--seed 1] [--out FILE] [--speed-positions 12]`` (needs the ``ai`` extra);
+[--jobs 1] [--seed 1] [--out FILE] [--speed-positions 12] [--openspiel-positions 8]`` (needs the ``ai``
+extra);
 ``python bench/anemone_vs_openspiel.py --summary --out FILE`` prints the figures of the games in ``FILE`` only.
 
 - Strength: four seats, one hand per game (``--rounds`` for more). ``pairs``: two of ours (``ismcts:hard``'s
@@ -261,6 +262,40 @@ def speed(positions: int, seed: int, simulations: int = 4000) -> None:
     )
 
 
+def openspiel_speed(positions: int, seed: int, budgets: list[int]) -> None:
+    """Milliseconds of CPU per move of OpenSpiel's ``ISMCTSBot`` (the settings of the strength test) on our
+    game, from ``positions`` four-seat positions (dealt and played into at random from ``seed``), per budget.
+
+    Almost all of it is the game's Python methods (``clone``, ``apply_action``, ``legal_actions``,
+    ``information_state_string``, ``resample_from_infostate``), so this is the figure to watch when changing
+    ``cardtable.openspiel``: the bot's algorithm and settings never change.
+    """
+    game = pyspiel.load_game(cos.GAME_NAME, {"players": 4, "rounds": 1})
+    rng = random.Random(seed)
+    states = []
+    for _ in range(positions):
+        state = game.new_initial_state()
+        while state.is_chance_node():
+            state.apply_action(rng.choice([a for a, _ in state.chance_outcomes()]))
+        for _ in range(rng.randrange(0, 30)):
+            state.apply_action(rng.choice(state.legal_actions()))
+        while len(state.legal_actions()) < 2:
+            state.apply_action(state.legal_actions()[0])
+        states.append(state)
+    for simulations in budgets:
+        cpu_ms = []
+        for i, state in enumerate(states):
+            bot = cos.ismcts_bot(game, simulations, seed=seed + i)
+            cpu = time.process_time()
+            bot.step(state)
+            cpu_ms.append((time.process_time() - cpu) * 1000)
+        print(
+            f"OpenSpiel ISMCTSBot speed, {positions} four-seat positions, {simulations} simulations: "
+            f"{statistics.mean(cpu_ms):,.0f} ms CPU per move (min {min(cpu_ms):,.0f}, max {max(cpu_ms):,.0f})",
+            flush=True,
+        )
+
+
 def _key(task: Task) -> tuple[str, int, int, int, int, float, int]:
     return (task.setting, task.simulations, task.game, task.seed, task.rounds, task.uct_c, task.rollouts)
 
@@ -331,6 +366,12 @@ def main() -> None:
     )
     parser.add_argument("--summary", action="store_true", help="only print the figures of the games in --out")
     parser.add_argument("--speed-positions", type=int, default=12, help="0 to skip the speed test")
+    parser.add_argument(
+        "--openspiel-positions",
+        type=int,
+        default=0,
+        help="time OpenSpiel's bot alone from this many positions at each budget (CPU ms per move)",
+    )
     parser.add_argument("--progress", action="store_true", help="print every game as it ends")
     args = parser.parse_args()
     done = load(args.out)
@@ -339,6 +380,9 @@ def main() -> None:
         return
     if args.speed_positions:
         speed(args.speed_positions, args.seed)
+    if args.openspiel_positions:
+        budgets = sorted(int(b) for b in args.budgets.split(","))
+        openspiel_speed(args.openspiel_positions, args.seed, budgets)
     print(
         f"OpenSpiel's ISMCTSBot: RandomRolloutEvaluator({args.rollouts}), UCT c {args.uct_c:g} (points), "
         "most visited move; ours: ismcts:hard's search at the same simulations, no time cap",
