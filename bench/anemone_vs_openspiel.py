@@ -38,6 +38,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyspiel
@@ -58,6 +59,7 @@ class Task:
     rounds: int
     uct_c: float = 10.0
     rollouts: int = 1
+    ours_options: str = ""
 
 
 @dataclass
@@ -84,7 +86,9 @@ def play(task: Task) -> Outcome:
     bots: list[pyspiel.Bot] = []
     for seat in range(4):
         if seat in ours:
-            budget = replace(hard, simulations=task.simulations, seconds=3600.0)
+            budget = replace(
+                hard, simulations=task.simulations, seconds=3600.0, **budget_options(task.ours_options)
+            )
             bots.append(cos.CardtableBot(seat, IsmctsBot(base + seat, budget)))
         else:
             bots.append(
@@ -112,6 +116,19 @@ def play(task: Task) -> Outcome:
             ms[f"{side}_cpu"].append((time.process_time() - cpu) * 1000)
         state.apply_action(int(action))
     return Outcome(task, ours, list(state.returns()), ms)
+
+
+def budget_options(text: str) -> dict[str, Any]:
+    """``--ours-options`` (``"own_win=1,own_vs_best=1"``) as :class:`Budget` fields; a bad name is a
+    ``ValueError``."""
+    fields = Budget.__dataclass_fields__
+    out: dict[str, Any] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, value = item.partition("=")
+        if name not in fields or name in ("simulations", "seconds"):
+            raise ValueError(f"--ours-options: no such search option {name!r}")
+        out[name] = bool(int(value)) if fields[name].type in ("bool", bool) else float(value)
+    return out
 
 
 def our_share(outcome: Outcome) -> float:
@@ -296,8 +313,17 @@ def openspiel_speed(positions: int, seed: int, budgets: list[int]) -> None:
         )
 
 
-def _key(task: Task) -> tuple[str, int, int, int, int, float, int]:
-    return (task.setting, task.simulations, task.game, task.seed, task.rounds, task.uct_c, task.rollouts)
+def _key(task: Task) -> tuple[str, int, int, int, int, float, int, str]:
+    return (
+        task.setting,
+        task.simulations,
+        task.game,
+        task.seed,
+        task.rounds,
+        task.uct_c,
+        task.rollouts,
+        task.ours_options,
+    )
 
 
 def load(path: Path | None) -> list[Outcome]:
@@ -314,11 +340,12 @@ def load(path: Path | None) -> list[Outcome]:
 
 def summary(outcomes: list[Outcome]) -> None:
     """Print the figures of each setting and budget found in ``outcomes``."""
-    groups: dict[tuple[int, str, float, int], list[Outcome]] = {}
+    groups: dict[tuple[int, str, float, int, str], list[Outcome]] = {}
     for outcome in outcomes:
         task = outcome.task
-        groups.setdefault((task.simulations, task.setting, task.uct_c, task.rollouts), []).append(outcome)
-    for (simulations, setting, uct_c, rollouts), group in sorted(groups.items()):
+        key = (task.simulations, task.setting, task.uct_c, task.rollouts, task.ours_options)
+        groups.setdefault(key, []).append(outcome)
+    for (simulations, setting, uct_c, rollouts, options), group in sorted(groups.items()):
         wins = sum(our_share(o) for o in group)
         low, high = wilson(wins, len(group))
         par = 0.5 if setting == "pairs" else 0.25
@@ -333,7 +360,8 @@ def summary(outcomes: list[Outcome]) -> None:
         )
         verdict = "ahead" if low > par else ("behind" if high < par else "not clear of par")
         print(
-            f"{setting:5} {simulations:>5} sims (OpenSpiel uct_c {uct_c:g}, {rollouts} rollout): ours won "
+            f"{setting:5} {simulations:>5} sims (OpenSpiel uct_c {uct_c:g}, {rollouts} rollout"
+            f"{'; ours ' + options if options else ''}): ours won "
             f"{wins / len(group):.1%} of {len(group)} games (95% {low:.1%}-{high:.1%}, par {par:.0%}: {verdict}); "
             f"points per seat ours-theirs {margin:+.2f}; ms/move (wall; CPU) ours {per_move['ours']:.0f}; "
             f"{per_move['ours_cpu']:.0f}, OpenSpiel {per_move['theirs']:.0f}; {per_move['theirs_cpu']:.0f}",
@@ -361,6 +389,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--uct-c", type=float, default=10.0, help="OpenSpiel's UCT constant, in points")
     parser.add_argument("--rollouts", type=int, default=1, help="OpenSpiel's random rollouts per evaluation")
+    parser.add_argument(
+        "--ours-options",
+        default="",
+        help="search options of ours changed from ismcts:hard's, as Budget fields (own_win=1,own_vs_best=1)",
+    )
     parser.add_argument(
         "--out", type=Path, default=None, help="JSON lines file of finished games (resumable)"
     )
@@ -393,7 +426,11 @@ def main() -> None:
         [
             task
             for g in range(args.games)
-            if _key(task := Task(setting, simulations, g, args.seed, args.rounds, args.uct_c, args.rollouts))
+            if _key(
+                task := Task(
+                    setting, simulations, g, args.seed, args.rounds, args.uct_c, args.rollouts, args.ours_options
+                )
+            )
             not in seen
         ]
         for simulations in sorted(int(b) for b in args.budgets.split(","))
