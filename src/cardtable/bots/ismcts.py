@@ -64,6 +64,13 @@ class Budget:
     a playout turn following a lead plays the lowest card taking the trick so far (else its lowest card) instead
     of a random one; ``win_weight`` adds that much to a seat's reward for a playout it wins (shared wins split).
     Both are 0 at every level.
+
+    ``own_win`` and ``own_vs_best`` change only the searching seat's reward, and only in a hand that decides
+    the match as far as the view tells (a one-hand match, or a bare hand): ``own_win`` adds that much times the
+    seat's share of the hand's win (1/k for a k-way tie at the top, as the match's result counts it);
+    ``own_vs_best`` measures its margin against the best other seat instead of the others' mean. The other
+    seats keep the point margin (the same as their own points: the points dealt out are fixed), which models
+    opponents that play for points.
     """
 
     simulations: int
@@ -71,6 +78,8 @@ class Budget:
     exploration: float = 0.7
     greedy: float = 0.0
     win_weight: float = 0.0
+    own_win: float = 0.0
+    own_vs_best: bool = False
 
 
 LEVELS: dict[str, Budget] = {
@@ -393,6 +402,54 @@ def _with_hidden(base: AnemoneState, hands: list[list[int]], deck: list[int]) ->
     return other
 
 
+def playout_rewards(
+    points: Sequence[int],
+    anem: Sequence[Sequence[int]],
+    seat: int,
+    anemone_weight: float,
+    win_weight: float = 0.0,
+    own_win: float = 0.0,
+    own_vs_best: bool = False,
+) -> list[float]:
+    """The reward of each seat for a played-out hand (``points`` per seat, ``anem`` the anemone faces each holds),
+    as the search of ``seat`` counts it.
+
+    Each seat: its point margin over the mean of the others, plus ``anemone_weight`` times the same margin in
+    anemone faces held, divided by 10; plus ``win_weight`` times its share of the hand's win (1/k for k tied
+    top seats). For ``seat`` only: with ``own_vs_best`` its point margin over the best other seat, divided by 10,
+    instead; plus ``own_win`` times its share of the win (see :class:`Budget`).
+    """
+    players = len(points)
+    others = players - 1
+    total = sum(points)
+    if anemone_weight:
+        held_sums = [sum(faces) for faces in anem]
+        all_held = sum(held_sums)
+        rewards = [
+            (
+                points[s]
+                - (total - points[s]) / others
+                + anemone_weight * (held_sums[s] - (all_held - held_sums[s]) / others)
+            )
+            / 10.0
+            for s in range(players)
+        ]
+    else:
+        rewards = [(points[s] - (total - points[s]) / others) / 10.0 for s in range(players)]
+    if win_weight:
+        top = max(points)
+        share = win_weight / points.count(top)
+        rewards = [r + share if points[s] == top else r for s, r in enumerate(rewards)]
+    if own_vs_best or own_win:
+        mine = points[seat]
+        best_other = max(points[s] for s in range(players) if s != seat)
+        own = (mine - best_other) / 10.0 if own_vs_best else rewards[seat]
+        if own_win and mine >= best_other:
+            own += own_win / points.count(mine)
+        rewards[seat] = own
+    return rewards
+
+
 def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[Move, int]]:
     """Run SO-ISMCTS from ``view`` (the seat to act's own view) within ``budget``.
 
@@ -401,13 +458,15 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
     """
     started = time.perf_counter()
     seat = int(view["seat"])
-    players = int(view["players"])
     det = Determinizer(view)
     hands, deck = det.sample(rng)
     base = AnemoneState.from_view(view, [[CODE[c] for c in h] for h in hands], [CODE[c] for c in deck])
     root_moves = base.moves()
     last_hand = view.get("round") is not None and view.get("round") == view.get("rounds")
     anemone_weight = 0.1 if last_hand else 0.5
+    deciding = view.get("rounds") in (None, 1)
+    own_win = budget.own_win if deciding else 0.0
+    own_vs_best = budget.own_vs_best and deciding
     root = _Node(None, None, seat)
     c = budget.exploration
     greedy = budget.greedy
@@ -419,8 +478,6 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
     sqrt = math.sqrt
     rand = rng.random
     sample = det.sample
-    others = players - 1
-    seats = range(players)
     while sims < simulations:
         if sims and sims % 8 == 0 and time.perf_counter() > deadline:
             break
@@ -463,28 +520,7 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
                 break
             moves = fast_moves(state)
         playout(state, rng, greedy=greedy)
-        # each seat's point margin over the mean of the others (anemones held count a little), divided by 10
-        points = state.points
-        total = sum(points)
-        if anemone_weight:
-            held_sums = [sum(faces) for faces in state.anem]
-            all_held = sum(held_sums)
-            rewards = [
-                (
-                    points[s]
-                    - (total - points[s]) / others
-                    + anemone_weight * (held_sums[s] - (all_held - held_sums[s]) / others)
-                )
-                / 10.0
-                for s in seats
-            ]
-        else:
-            rewards = [(points[s] - (total - points[s]) / others) / 10.0 for s in seats]
-        if win_weight:
-            # plus a share of the hand's win (1/k to each of k tied top seats)
-            top = max(points)
-            share = win_weight / points.count(top)
-            rewards = [r + share if points[s] == top else r for s, r in enumerate(rewards)]
+        rewards = playout_rewards(state.points, state.anem, seat, anemone_weight, win_weight, own_win, own_vs_best)
         walk: _Node | None = node
         while walk is not None:
             walk.visits += 1
