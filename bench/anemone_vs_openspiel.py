@@ -229,6 +229,7 @@ def speed(positions: int, seed: int, simulations: int = 4000) -> None:
     the share of a core the process had meanwhile.
     """
     rng = random.Random(seed)
+    hard = LEVELS["hard"]  # its options (playout policy, rewards) with the simulations and time given here
     rates: dict[str, list[float]] = {
         "fast": [],
         "engine": [],
@@ -251,7 +252,7 @@ def speed(positions: int, seed: int, simulations: int = 4000) -> None:
             cpu = time.process_time()
             wall = time.perf_counter()
             run = baseline_search if engine else search
-            _, visits = run(view, Budget(simulations, 3600.0), random.Random(i))
+            _, visits = run(view, replace(hard, simulations=simulations, seconds=3600.0), random.Random(i))
             done = sum(visits.values())
             rate = done / max(1e-9, time.process_time() - cpu)
             rates["engine" if engine else "fast"].append(rate)
@@ -261,7 +262,7 @@ def speed(positions: int, seed: int, simulations: int = 4000) -> None:
                     rates["first"].append(rate)
         cpu = time.process_time()
         wall = time.perf_counter()
-        _, visits = search(view, Budget(10**9, 1.0), random.Random(i))
+        _, visits = search(view, replace(hard, simulations=10**9, seconds=1.0), random.Random(i))
         rates["second"].append(sum(visits.values()))
         rates["share"].append((time.process_time() - cpu) / (time.perf_counter() - wall))
     gc.enable()
