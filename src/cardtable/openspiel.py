@@ -167,7 +167,8 @@ class _Core:
 
     ``actions`` (the legal action indices of the position), ``info`` (per player, the information state string
     built so far, extended as the history grows) and ``resampling`` (per player, :class:`_Resampling`) are
-    caches: immutable once made, shared by copies, dropped when the position changes, never pickled.
+    caches: shared by copies while they are the same position (``resampling`` may gain a player's entry, valid
+    for all of them), dropped when the position changes, never pickled.
     """
 
     __slots__ = (
