@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from cardtable.replay import IllegalRecordAction, fold, new_match
 from cardtable.server import store as store_module
 from cardtable.server.play import Peer, Play
 from cardtable.server.players_schema import match_seats
-from cardtable.server.store import SeatRow, Store, TableRow
+from cardtable.server.store import Fenced, SeatRow, Store, TableRow
 from cardtable.server.table import Settings, Table, TableError, hand_seed, now_iso, refusal_message
 
 RECORDS = Path(__file__).parent / "records"
@@ -305,7 +306,11 @@ async def test_plays_applied_together_each_get_their_own_update_and_answer(store
             table.queue.put_nowait(Play(0, action, future=future, peer=peer, seq=len(action)))
         answers = await asyncio.wait_for(asyncio.gather(*futures), 10)
         assert [ok for ok, _ in answers] == [True, False, True] and answers[0][1] == 1 and answers[2][1] == 2
-        updates = [m for m in messages_of(peer) if m["type"] == "update"]
+        got = messages_of(peer)
+        assert [m for m in got if m["type"] == "ack"] == [{"type": "ack", "seq": 1, "v": 1},
+                                                          {"type": "ack", "seq": 1, "v": 2}]
+        assert [(m["type"], m["seq"]) for m in got if m["type"] == "reject"] == [("reject", 3)]
+        updates = [m for m in got if m["type"] == "update"]
         assert [m["v"] for m in updates] == [1, 2]
         first, second = (m["view"]["layouts"][0] for m in updates)
         assert first["stock"]["count"] != second["stock"]["count"]  # each update shows the table at its version
@@ -477,7 +482,14 @@ async def test_a_match_as_a_seat_and_a_spectator_see_it(store: Store) -> None:
                 assert snap["results"] == [{"scores": m["scores"], "ended": m["ended"]} for m in done]
                 assert snap["totals"] == (done[-1]["totals"] if done else [0, 0])
             assert [snap["hand"] for snap in snapshots] == list(range(len(overs)))
-            assert all(m["view"]["seat"] == view_seat for m in got if m["type"] == "update")
+            updates = [m for m in got if m["type"] == "update"]
+            assert updates and all(m["view"]["seat"] == view_seat for m in updates)
+            drew = [e for m in updates for e in m["events"] if e["type"] == "drew"]
+            if view_seat is None:  # a spectator never sees drawn cards
+                assert drew and all("cards" not in e for e in drew)
+            else:  # a seat sees its own
+                assert any(e["seat"] == 0 and e["cards"] for e in drew)
+                assert all("cards" not in e for e in drew if e["seat"] != 0)
             if view_seat is None:
                 assert all(m["legal"] == [] for m in got if m["type"] in ("snapshot", "update"))
             else:
@@ -643,3 +655,172 @@ async def test_close_stops_the_writer_and_closes_its_connections(url: str) -> No
     await store.close()
     assert writer is not None and writer.done() and checkpointer is not None and checkpointer.done()
     assert conn is not None and conn.closed
+
+
+# -- found by the second mutation run: the fence, the table's shape, coalesced table messages, a broken or
+# ended table, UTC times --------------------------------------------------------------------------------------
+
+
+async def test_a_stale_owner_stores_nothing_and_others_are_untouched(url: str) -> None:
+    old, new = await Store.open(url), await Store.open(url)
+    try:
+        old.fences["t1"] = 1
+        await old.insert_table(table_row("t1", status="playing"))
+        await old.insert_table(table_row("t2", status="playing", created="2025-12-31T00:00:00Z"))
+        await old.insert_hand("t1", 0, {"packs": []})
+        await old.insert_actions("t1", 0, [(0, 0, 10, {"type": "flip"})])
+        await old.update_seat("t1", SeatRow(0, "person", "ana", None, "h"))
+        await old.insert_actions("t1", 0, [(1, 1, 15, {"type": "flip"})])
+        assert await new.take("t1", 1) == 2  # the stored epoch is still 1 after the old owner's writes
+        new.fences["t1"] = 2
+        writes = [lambda: old.insert_actions("t1", 0, [(2, 0, 20, {"type": "flip"})]),
+                  lambda: old.update_status("t1", "finished", finished="2026-01-02T00:00:00Z"),
+                  lambda: old.update_seat("t1", SeatRow(1, "person", "bo", None, "h1")),
+                  lambda: old.insert_hand("t1", 1, {"packs": []})]
+        for write in writes:
+            with pytest.raises(Fenced) as fenced:
+                await write()
+            assert (fenced.value.table_id, fenced.value.epoch, str(fenced.value)) == (
+                "t1", 1, "table t1: epoch 1 is no longer the owner's")
+        await old.update_seat("t2", SeatRow(1, "person", "cy", None, "h2"))  # not fenced: stored
+        await new.insert_actions("t1", 0, [(2, 1, 30, {"type": "flip"})])
+        await new.update_seat("t1", SeatRow(1, "person", "di", None, "h3"))
+        rows = {row.id: row for row in await new.load_tables(with_hands=True)}
+        t1 = rows["t1"]
+        assert (t1.status, len(t1.hands)) == ("playing", 1)
+        assert t1.hands[0].actions == [(0, 10, {"type": "flip"}), (1, 15, {"type": "flip"}), (1, 30, {"type": "flip"})]
+        assert t1.seats == [SeatRow(0, "person", "ana", None, "h"), SeatRow(1, "person", "di", None, "h3")]
+        assert rows["t2"].seats[1] == SeatRow(1, "person", "cy", None, "h2")
+        assert await new.take("t1", 9) == 9 and await new.take("t1", 9) == 10
+        assert await new.take("unknown", 1) is None
+        assert await new.live_table_ids() == ["t2", "t1"]  # oldest first
+        await new.update_status("t2", "finished", finished="2026-01-03T00:00:00Z")
+        assert await new.take("t2", 1) is None and await new.live_table_ids() == ["t1"]
+    finally:
+        await old.close()
+        await new.close()
+
+
+async def test_the_table_shows_each_kind_of_seat_and_the_start_time(store: Store) -> None:
+    seats = [SeatRow(0, "open"), SeatRow(1, "bot", "Bo", "greedy:easy"), SeatRow(2, "person", "ana", None, "h2"),
+             SeatRow(3, "person", "cy", None, "h3")]
+    row = table_row("t1", seats=seats)
+    row.options = {"players": 4}
+    await store.insert_table(row)
+    table = Table(row, get_game("nerts"), store, Settings(hand_pause_s=60))
+    table.seats[1].replaceable = True
+    table.seats[2].account = ("h2", "ana-account")
+    table.seats[3].account = ("old-hash", "someone")  # the seat was left and taken again: nobody's account
+    table.seats[3].standin = "greedy:medium"
+    table.attach(Peer(), 2)
+    table.starts_at = time.time() + 5.0
+    shown = table.to_dict()
+    assert shown["seats"] == [
+        {"seat": 0, "kind": "open"},
+        {"seat": 1, "kind": "bot", "bot": "greedy:easy", "name": "Bo", "replaceable": True},
+        {"seat": 2, "kind": "person", "name": "ana", "connected": True, "standin": None, "account": "ana-account"},
+        {"seat": 3, "kind": "person", "name": "cy", "connected": False, "standin": "greedy:medium", "account": None},
+    ]
+    assert shown["starts_at"] == int(table.starts_at * 1000) and 4000 < shown["starts_in_ms"] <= 5000
+    assert (shown["id"], shown["game"], shown["status"], shown["hand"], shown["totals"], shown["winners"],
+            shown["created"]) == ("t1", "nerts", "open", 0, [0, 0, 0, 0], None, "2026-01-01T00:00:00Z")
+    assert shown["options"]["players"] == 4 and set(shown["options"]) == {s.name for s in table.info.option_specs}
+    table.starts_at = time.time() - 1.0  # due: never a negative wait
+    assert table.to_dict()["starts_in_ms"] == 0
+    table.row.status = "playing"  # a bot is replaceable only before the start, and the start time is gone
+    shown = table.to_dict()
+    assert shown["seats"][1]["replaceable"] is False
+    assert (shown["starts_at"], shown["starts_in_ms"]) == (None, None)
+
+
+async def test_table_messages_are_coalesced_and_the_last_change_is_sent(store: Store) -> None:
+    table = await live_table(store, "t1", settings=Settings(table_message_interval_s=0.5))
+    watcher = Peer()
+    table.attach(watcher, None)
+    loop = asyncio.get_running_loop()
+    got: list[dict[str, Any]] = []
+
+    def seen() -> list[dict[str, Any]]:
+        table.flush_spectators()  # spectators get their messages right after the owner's step
+        got.extend(messages_of(watcher))
+        return got
+
+    first = loop.time()
+    table.announce()  # the first: at once
+    assert [m["type"] for m in seen()] == ["table"]
+    table.seats[0].row = SeatRow(0, "person", "ana", None, "h")
+    table.announce()  # within the interval: held back
+    table.announce()  # and coalesced with this one
+    assert len(seen()) == 1
+    await until(lambda: len(seen()) > 1, timeout=10)
+    assert loop.time() - first >= 0.45 and len(got) == 2  # not before the interval, and only one
+    assert got[1]["type"] == "table" and got[1]["table"]["seats"][0]["name"] == "ana"
+    await asyncio.sleep(0.6)
+    table.announce()  # the interval has passed: at once again
+    assert len(seen()) == 3
+
+
+def test_times_are_utc_whatever_the_local_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from cardtable.server.table import now_iso
+
+    monkeypatch.setenv("TZ", "Asia/Seoul")  # UTC+9, no summer time
+    time.tzset()
+    try:
+        stamp = datetime.strptime(now_iso(), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        assert abs(stamp - datetime.now(UTC)) < timedelta(minutes=5)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+async def test_a_table_whose_write_fails_stops_and_tells_every_connection(store: Store) -> None:
+    table, seated = await started_nerts(store, "t1")
+    watcher = Peer()
+    table.attach(watcher, None)
+    try:
+        async with store.engine.begin() as conn:  # a real failure of the next write: its table is gone
+            await conn.exec_driver_sql("DROP TABLE actions")
+        future: asyncio.Future[tuple[bool, Any]] = asyncio.get_running_loop().create_future()
+        table.queue.put_nowait(Play(0, {"type": "flip"}, future=future, peer=seated, seq=1))
+        await until(lambda: table.broken is not None, timeout=10)
+        reason = table.broken
+        assert reason is not None and reason.startswith("the table stopped on a server error: ")
+        assert table.task is not None
+        await asyncio.wait_for(table.task, 10)  # the owner has stopped
+        for peer in (seated, watcher):
+            got = messages_of(peer)
+            assert got[-1] == {"type": "error", "reason": reason, "code": "table.broken", "params": {"detail": reason}}
+            assert peer.closed and not any(m["type"] == "ack" for m in got)
+    finally:
+        await table.stop()
+
+
+async def test_ending_a_table_early_stores_and_tells_it(store: Store) -> None:
+    table = await live_table(store, "t0")
+    watcher = Peer()
+    table.attach(watcher, None)
+    await table.end("closed")
+    table.flush_spectators()
+    (told,) = messages_of(watcher)
+    assert told["type"] == "table" and told["table"]["status"] == "closed"
+    row = (await store.load_tables(table_id="t0"))[0]
+    assert (row.status, row.finished, row.totals, row.hands_played) == ("closed", None, None, None)
+    table, seated = await started_nerts(store, "t1")
+    try:
+        assert (await play_flip(table))[0]
+        await table.end("abandoned")
+        row = (await store.load_tables(table_id="t1"))[0]
+        assert (row.status, row.totals, row.winners, row.hands_played) == ("abandoned", [0, 0], None, 1)
+        assert row.finished is not None and row.finished == table.row.finished
+        assert (table.row.totals, table.row.hands_played, table.row.winners) == ([0, 0], 1, None)
+        assert messages_of(seated)[-1]["table"]["status"] == "abandoned"
+    finally:
+        await table.stop()
+
+
+async def play_flip(table: Table) -> tuple[bool, Any]:
+    future: asyncio.Future[tuple[bool, Any]] = asyncio.get_running_loop().create_future()
+    table.queue.put_nowait(Play(0, {"type": "flip"}, future=future, seq=7))
+    return await future
