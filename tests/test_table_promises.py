@@ -240,6 +240,8 @@ async def test_actions_are_refused_before_the_start_and_after_the_end(store: Sto
     peer = Peer()
     try:
         assert await play(table, 0, {"type": "flip"}, peer=peer) == (False, "the game has not started")
+        table.submit_play(Play(0, {"type": "flip"}, peer=peer, seq=7))  # from a connection: no future
+        await until(lambda: peer.outbox.qsize() == 2)
         # two refused together: each gets its answer
         both = [play(table, 0, {"type": "flip"}), play(table, 1, {"type": "flip"})]
         assert await asyncio.wait_for(asyncio.gather(*both), 10) == [(False, "the game has not started")] * 2
@@ -247,6 +249,7 @@ async def test_actions_are_refused_before_the_start_and_after_the_end(store: Sto
         assert await play(table, 0, {"type": "flip"}, peer=peer) == (False, "the game is over")
         assert (await store.load_tables(table_id="t1", with_hands=True))[0].hands == []
         assert messages_of(peer) == [
+            {"type": "reject", "seq": 7, "reason": "the game has not started", "code": "table.not_started", "params": {}},
             {"type": "reject", "seq": 7, "reason": "the game has not started", "code": "table.not_started", "params": {}},
             {"type": "reject", "seq": 7, "reason": "the game is over", "code": "table.over", "params": {}}]
     finally:
@@ -589,10 +592,18 @@ async def test_attach_and_detach_keep_presence_and_the_left_mark(store: Store) -
     assert table.attach(peer, 0) == [table.seats[0].row] and not table.seats[0].row.left
     assert peer.seat == 0 and table.seats[0].peers == {peer} and table.last_person == table.last_presence
     assert table.attach(Peer(), 0) == []  # already cleared
+    if table.gate is not None:
+        table.gate.observe(peer, 100.0)
+        assert peer in table.gate.estimators
+    seen = table.last_presence, table.last_person
     table.detach(watcher)
     assert table.spectators == set()
+    assert table.last_presence > seen[0] and table.last_person == seen[1]  # a spectator is presence, not a person
+    seen = table.last_presence, table.last_person
     table.detach(peer)
     assert len(table.seats[0].peers) == 1
+    assert table.last_presence > seen[0] and table.last_person == table.last_presence
+    assert table.gate is None or peer not in table.gate.estimators
 
 
 async def test_a_spectator_snapshot_comes_after_what_spectators_were_sent(store: Store) -> None:
@@ -665,7 +676,9 @@ async def test_a_stale_owner_stores_nothing_and_others_are_untouched(url: str) -
     old, new = await Store.open(url), await Store.open(url)
     try:
         old.fences["t1"] = 1
+        old.fences["t0"] = 1  # another table of the old owner's, at the same epoch, open and as old as t1
         await old.insert_table(table_row("t1", status="playing"))
+        await old.insert_table(table_row("t0"))
         await old.insert_table(table_row("t2", status="playing", created="2025-12-31T00:00:00Z"))
         await old.insert_hand("t1", 0, {"packs": []})
         await old.insert_actions("t1", 0, [(0, 0, 10, {"type": "flip"})])
@@ -683,6 +696,7 @@ async def test_a_stale_owner_stores_nothing_and_others_are_untouched(url: str) -
             assert (fenced.value.table_id, fenced.value.epoch, str(fenced.value)) == (
                 "t1", 1, "table t1: epoch 1 is no longer the owner's")
         await old.update_seat("t2", SeatRow(1, "person", "cy", None, "h2"))  # not fenced: stored
+        await old.update_seat("t0", SeatRow(0, "person", "eve", None, "h4"))  # still the owner of t0: stored
         await new.insert_actions("t1", 0, [(2, 1, 30, {"type": "flip"})])
         await new.update_seat("t1", SeatRow(1, "person", "di", None, "h3"))
         rows = {row.id: row for row in await new.load_tables(with_hands=True)}
@@ -691,11 +705,13 @@ async def test_a_stale_owner_stores_nothing_and_others_are_untouched(url: str) -
         assert t1.hands[0].actions == [(0, 10, {"type": "flip"}), (1, 15, {"type": "flip"}), (1, 30, {"type": "flip"})]
         assert t1.seats == [SeatRow(0, "person", "ana", None, "h"), SeatRow(1, "person", "di", None, "h3")]
         assert rows["t2"].seats[1] == SeatRow(1, "person", "cy", None, "h2")
+        assert rows["t0"].seats[0] == SeatRow(0, "person", "eve", None, "h4")
         assert await new.take("t1", 9) == 9 and await new.take("t1", 9) == 10
         assert await new.take("unknown", 1) is None
-        assert await new.live_table_ids() == ["t2", "t1"]  # oldest first
+        assert await new.live_table_ids() == ["t2", "t0", "t1"]  # oldest first, then by id
         await new.update_status("t2", "finished", finished="2026-01-03T00:00:00Z")
-        assert await new.take("t2", 1) is None and await new.live_table_ids() == ["t1"]
+        assert await new.take("t2", 1) is None and await new.live_table_ids() == ["t0", "t1"]
+        assert await new.take("t0", 1) == 2  # an open table is taken too
     finally:
         await old.close()
         await new.close()
@@ -824,3 +840,24 @@ async def play_flip(table: Table) -> tuple[bool, Any]:
     future: asyncio.Future[tuple[bool, Any]] = asyncio.get_running_loop().create_future()
     table.queue.put_nowait(Play(0, {"type": "flip"}, future=future, seq=7))
     return await future
+
+
+async def test_a_stand_in_only_for_an_absent_person_in_play(store: Store) -> None:
+    table = await live_table(store, "t1", game="anemone",
+                             seats=[SeatRow(0, "person", "a", None, "h"), SeatRow(1, "bot", "B", "random")])
+    try:
+        peer = Peer()
+        table.attach(peer, 0)
+        table.row.status = "playing"
+        await table._stand_in(table.seats[0])  # connected
+        await table._stand_in(table.seats[1])  # a bot
+        assert table.seats[0].standin is None and table.seats[1].standin is None
+        table.detach(peer)
+        table.row.status = "finished"
+        await table._stand_in(table.seats[0])  # over
+        assert table.seats[0].standin is None
+        table.row.status = "playing"
+        await table._stand_in(table.seats[0])
+        assert table.seats[0].standin is not None and 0 in table.driven_seats()
+    finally:
+        await table.stop()
