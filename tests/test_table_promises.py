@@ -861,3 +861,42 @@ async def test_a_stand_in_only_for_an_absent_person_in_play(store: Store) -> Non
         assert table.seats[0].standin is not None and 0 in table.driven_seats()
     finally:
         await table.stop()
+
+
+async def test_a_failed_call_is_answered_and_with_several_processes_stops_the_owner(store: Store) -> None:
+    async def refuse() -> None:
+        raise TableError(409, "seat.taken", "taken")
+
+    async def fail() -> None:
+        raise RuntimeError("disk gone")
+
+    async def fine() -> int:
+        return 5
+
+    alone = await live_table(store, "t1")  # one process: the call's own error, and the owner goes on
+    alone.start_owner()
+    try:
+        with pytest.raises(RuntimeError, match=r"^disk gone$"):
+            await alone.submit_call(fail)
+        assert await alone.submit_call(fine) == 5
+    finally:
+        await alone.stop()
+    errors: list[Exception] = []
+    table = await live_table(store, "t2")
+    table.on_error = errors.append  # several processes: the cluster moves the table elsewhere
+    table.start_owner()
+    try:
+        with pytest.raises(TableError) as refused:  # a refusal is only an answer
+            await table.submit_call(refuse)
+        assert (refused.value.status, refused.value.code) == (409, "seat.taken") and errors == []
+        with pytest.raises(TableError) as moving:
+            await table.submit_call(fail)
+        assert (moving.value.status, moving.value.code, str(moving.value), moving.value.params) == (
+            503, "http.error", "the table is moving to another server process: try again", {"status": 503})
+        assert [str(error) for error in errors] == ["disk gone"]
+        later = table.submit_call(fine)  # the owner has stopped: nothing more is done here
+        await asyncio.sleep(0.1)
+        assert not later.done()
+        later.cancel()
+    finally:
+        await table.stop()
