@@ -900,3 +900,68 @@ async def test_a_failed_call_is_answered_and_with_several_processes_stops_the_ow
         later.cancel()
     finally:
         await table.stop()
+
+
+async def test_stopping_answers_what_was_queued_and_refuses_what_comes_after(store: Store) -> None:
+    async def fine() -> int:
+        return 5
+
+    table = await live_table(store, "t1")  # no owner running: what is submitted stays queued
+    call = table.submit_call(fine)
+    played: asyncio.Future[tuple[bool, Any]] = asyncio.get_running_loop().create_future()
+    table.queue.put_nowait(Play(0, {"type": "flip"}, future=played))
+    table.queue.put_nowait(Play(0, {"type": "flip"}, peer=Peer(), seq=1))  # from a connection: no future
+    await table.stop()
+    assert table.stopped is True and table.queue.empty()
+    with pytest.raises(TableError) as stopped:
+        await call
+    assert (stopped.value.status, stopped.value.code, str(stopped.value), stopped.value.params) == (
+        503, "http.error", "the table stopped here: try again", {"status": 503})
+    assert played.result() == (False, "the table stopped here")
+    later = table.submit_call(fine)  # answered at once, never left waiting
+    assert later.done() and isinstance(later.exception(), TableError) and later.exception().status == 503  # type: ignore[union-attr]
+    running = await live_table(store, "t2")
+    running.start_owner()
+    await running.stop()
+    assert running.task is not None and running.task.done()
+
+
+async def restored(store: Store, tid: str, hands: int, settings: Settings) -> Table:
+    """A table in play restored from the first ``hands`` hands of a whole two-hand Enemy Anemone match."""
+    record = records.load(RECORDS / "anemone" / "2p-full-match.ok.json")
+    await store.insert_table(table_row(tid, status="playing", game="anemone",
+                                       seats=[SeatRow(0, "bot", "A", "random"), SeatRow(1, "bot", "B", "random")]))
+    for number, hand in enumerate(record.hands[:hands]):
+        await store.insert_hand(tid, number, hand.deal)
+        await store.insert_actions(tid, number, [(i, entry.seat, entry.ms, dict(entry.action))
+                                                 for i, entry in enumerate(hand.actions)])
+    row = (await store.load_tables(table_id=tid, with_hands=True))[0]
+    row.options = dict(record.options)
+    table = Table(row, get_game("anemone"), store, settings)
+    table.fold()
+    return table
+
+
+async def test_a_restored_table_in_play_carries_on_where_it_was(store: Store) -> None:
+    slow = Settings(hand_pause_s=60, anemone_bot_delay_ms=60_000)
+    fresh = await live_table(store, "t0", status="playing", settings=slow,
+                             seats=[SeatRow(0, "person", "a", None, "h0"), SeatRow(1, "person", "b", None, "h1")])
+    between = await restored(store, "t1", 1, Settings(hand_pause_s=0.05, anemone_bot_delay_ms=60_000))
+    waiting = await restored(store, "t2", 1, slow)
+    over = await restored(store, "t3", 2, slow)
+    assert between.state is not None and between.state.is_over and not between.match.is_over
+    assert over.match.is_over and over.status == "playing"
+    tables = (fresh, between, waiting, over)
+    try:
+        for table in tables:
+            table.start_owner()
+        # no hand yet: the first starts at once; one hand over: the next after the pause; the match over: finished
+        await until(lambda: fresh.state is not None and between.hand_index == 1 and over.status == "finished",
+                    timeout=20)
+        assert fresh.hand_index == 0 and between.state is not None and not between.state.is_over
+        assert waiting.hand_index == 0 and waiting.state is not None and waiting.state.is_over  # 60 s pause
+        row = (await store.load_tables(table_id="t3"))[0]
+        assert (row.status, row.hands_played, row.totals) == ("finished", 2, over.match.totals)
+    finally:
+        for table in tables:
+            await table.stop()
