@@ -965,3 +965,58 @@ async def test_a_restored_table_in_play_carries_on_where_it_was(store: Store) ->
     finally:
         for table in tables:
             await table.stop()
+
+
+async def test_a_call_queued_among_plays_is_run_and_the_owner_goes_on(store: Store) -> None:
+    async def fine() -> int:
+        return 5
+
+    table, _ = await started_nerts(store, "t1")
+    try:
+        loop = asyncio.get_running_loop()
+        first, last = loop.create_future(), loop.create_future()
+        table.queue.put_nowait(Play(0, {"type": "flip"}, future=first))  # taken together with what follows
+        call = table.submit_call(fine)
+        table.queue.put_nowait(Play(0, {"type": "flip"}, future=last))
+        assert await asyncio.wait_for(asyncio.gather(first, call, last), 10) == [(True, 1), 5, (True, 2)]
+    finally:
+        await table.stop()
+
+
+async def test_the_same_seed_deals_the_same_hands(store: Store) -> None:
+    tables = [(await started_nerts(store, tid))[0] for tid in ("t1", "t2")]
+    other = await live_table(store, "t3", seats=[SeatRow(0, "person", "a", None, "h0"),
+                                                 SeatRow(1, "person", "b", None, "h1")])
+    other.row.seed = 8
+    other.gate = None
+    other.start_owner()
+    tables.append(other)
+    try:
+
+        async def start() -> None:
+            other.row.status = "playing"
+            await other._start_hand()
+
+        await other.submit_call(start)
+        deals = {row.id: row.hands[0].deal for row in await store.load_tables(with_hands=True)}
+        assert deals["t1"] == deals["t2"] != deals["t3"]
+    finally:
+        for table in tables:
+            await table.stop()
+
+
+async def test_bots_keep_playing_through_changes_and_stop_with_the_play(store: Store) -> None:
+    table = await live_table(store, "t1", game="anemone", settings=Settings(anemone_bot_delay_ms=60_000),
+                             seats=[SeatRow(0, "person", "a", None, "h"), SeatRow(1, "bot", "B", "random")])
+    table._sync_bots()
+    assert table._bot_tasks == {}  # not in play: no bot
+    table.row.status = "playing"
+    table._sync_bots()
+    spec, task = table._bot_tasks[1]
+    table._sync_bots()  # nothing changed for the bot: the same task plays on
+    assert table._bot_tasks[1] == (spec, task) and not task.done()
+    table.row.status = "finished"
+    table._sync_bots()
+    assert table._bot_tasks == {}
+    await asyncio.sleep(0)
+    assert task.cancelled()
