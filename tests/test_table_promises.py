@@ -919,7 +919,9 @@ async def test_stopping_answers_what_was_queued_and_refuses_what_comes_after(sto
         503, "http.error", "the table stopped here: try again", {"status": 503})
     assert played.result() == (False, "the table stopped here")
     later = table.submit_call(fine)  # answered at once, never left waiting
-    assert later.done() and isinstance(later.exception(), TableError) and later.exception().status == 503  # type: ignore[union-attr]
+    refused = later.exception() if later.done() else None
+    assert isinstance(refused, TableError)
+    assert (refused.status, str(refused), refused.params) == (503, "the table stopped here: try again", {"status": 503})
     running = await live_table(store, "t2")
     running.start_owner()
     await running.stop()
