@@ -1,7 +1,8 @@
 """Our Enemy Anemone search against OpenSpiel's ISMCTS at equal simulations per move, and our search's speed.
 
 Usage: ``python bench/anemone_vs_openspiel.py [--games 200] [--budgets 500,2500] [--settings pairs,solo]
-[--jobs 1] [--seed 1] [--out FILE] [--speed-positions 12]`` (needs the ``ai`` extra);
+[--jobs 1] [--seed 1] [--out FILE] [--speed-positions 12] [--openspiel-positions 8]`` (needs the ``ai``
+extra);
 ``python bench/anemone_vs_openspiel.py --summary --out FILE`` prints the figures of the games in ``FILE`` only.
 
 - Strength: four seats, one hand per game (``--rounds`` for more). ``pairs``: two of ours (``ismcts:hard``'s
@@ -37,6 +38,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyspiel
@@ -57,6 +59,7 @@ class Task:
     rounds: int
     uct_c: float = 10.0
     rollouts: int = 1
+    ours_options: str = ""
 
 
 @dataclass
@@ -83,7 +86,9 @@ def play(task: Task) -> Outcome:
     bots: list[pyspiel.Bot] = []
     for seat in range(4):
         if seat in ours:
-            budget = replace(hard, simulations=task.simulations, seconds=3600.0)
+            budget = replace(
+                hard, simulations=task.simulations, seconds=3600.0, **budget_options(task.ours_options)
+            )
             bots.append(cos.CardtableBot(seat, IsmctsBot(base + seat, budget)))
         else:
             bots.append(
@@ -111,6 +116,19 @@ def play(task: Task) -> Outcome:
             ms[f"{side}_cpu"].append((time.process_time() - cpu) * 1000)
         state.apply_action(int(action))
     return Outcome(task, ours, list(state.returns()), ms)
+
+
+def budget_options(text: str) -> dict[str, Any]:
+    """``--ours-options`` (``"own_win=1,own_vs_best=1"``) as :class:`Budget` fields; a bad name is a
+    ``ValueError``."""
+    fields = Budget.__dataclass_fields__
+    out: dict[str, Any] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, value = item.partition("=")
+        if name not in fields or name in ("simulations", "seconds"):
+            raise ValueError(f"--ours-options: no such search option {name!r}")
+        out[name] = bool(int(value)) if fields[name].type in ("bool", bool) else float(value)
+    return out
 
 
 def our_share(outcome: Outcome) -> float:
@@ -211,6 +229,7 @@ def speed(positions: int, seed: int, simulations: int = 4000) -> None:
     the share of a core the process had meanwhile.
     """
     rng = random.Random(seed)
+    hard = LEVELS["hard"]  # its options (playout policy, rewards) with the simulations and time given here
     rates: dict[str, list[float]] = {
         "fast": [],
         "engine": [],
@@ -233,7 +252,7 @@ def speed(positions: int, seed: int, simulations: int = 4000) -> None:
             cpu = time.process_time()
             wall = time.perf_counter()
             run = baseline_search if engine else search
-            _, visits = run(view, Budget(simulations, 3600.0), random.Random(i))
+            _, visits = run(view, replace(hard, simulations=simulations, seconds=3600.0), random.Random(i))
             done = sum(visits.values())
             rate = done / max(1e-9, time.process_time() - cpu)
             rates["engine" if engine else "fast"].append(rate)
@@ -243,7 +262,7 @@ def speed(positions: int, seed: int, simulations: int = 4000) -> None:
                     rates["first"].append(rate)
         cpu = time.process_time()
         wall = time.perf_counter()
-        _, visits = search(view, Budget(10**9, 1.0), random.Random(i))
+        _, visits = search(view, replace(hard, simulations=10**9, seconds=1.0), random.Random(i))
         rates["second"].append(sum(visits.values()))
         rates["share"].append((time.process_time() - cpu) / (time.perf_counter() - wall))
     gc.enable()
@@ -261,8 +280,51 @@ def speed(positions: int, seed: int, simulations: int = 4000) -> None:
     )
 
 
-def _key(task: Task) -> tuple[str, int, int, int, int, float, int]:
-    return (task.setting, task.simulations, task.game, task.seed, task.rounds, task.uct_c, task.rollouts)
+def openspiel_speed(positions: int, seed: int, budgets: list[int]) -> None:
+    """Milliseconds of CPU per move of OpenSpiel's ``ISMCTSBot`` (the settings of the strength test) on our
+    game, from ``positions`` four-seat positions (dealt and played into at random from ``seed``), per budget.
+
+    Almost all of it is the game's Python methods (``clone``, ``apply_action``, ``legal_actions``,
+    ``information_state_string``, ``resample_from_infostate``), so this is the figure to watch when changing
+    ``cardtable.openspiel``: the bot's algorithm and settings never change.
+    """
+    game = pyspiel.load_game(cos.GAME_NAME, {"players": 4, "rounds": 1})
+    rng = random.Random(seed)
+    states = []
+    for _ in range(positions):
+        state = game.new_initial_state()
+        while state.is_chance_node():
+            state.apply_action(rng.choice([a for a, _ in state.chance_outcomes()]))
+        for _ in range(rng.randrange(0, 30)):
+            state.apply_action(rng.choice(state.legal_actions()))
+        while len(state.legal_actions()) < 2:
+            state.apply_action(state.legal_actions()[0])
+        states.append(state)
+    for simulations in budgets:
+        cpu_ms = []
+        for i, state in enumerate(states):
+            bot = cos.ismcts_bot(game, simulations, seed=seed + i)
+            cpu = time.process_time()
+            bot.step(state)
+            cpu_ms.append((time.process_time() - cpu) * 1000)
+        print(
+            f"OpenSpiel ISMCTSBot speed, {positions} four-seat positions, {simulations} simulations: "
+            f"{statistics.mean(cpu_ms):,.0f} ms CPU per move (min {min(cpu_ms):,.0f}, max {max(cpu_ms):,.0f})",
+            flush=True,
+        )
+
+
+def _key(task: Task) -> tuple[str, int, int, int, int, float, int, str]:
+    return (
+        task.setting,
+        task.simulations,
+        task.game,
+        task.seed,
+        task.rounds,
+        task.uct_c,
+        task.rollouts,
+        task.ours_options,
+    )
 
 
 def load(path: Path | None) -> list[Outcome]:
@@ -279,11 +341,12 @@ def load(path: Path | None) -> list[Outcome]:
 
 def summary(outcomes: list[Outcome]) -> None:
     """Print the figures of each setting and budget found in ``outcomes``."""
-    groups: dict[tuple[int, str, float, int], list[Outcome]] = {}
+    groups: dict[tuple[int, str, float, int, str], list[Outcome]] = {}
     for outcome in outcomes:
         task = outcome.task
-        groups.setdefault((task.simulations, task.setting, task.uct_c, task.rollouts), []).append(outcome)
-    for (simulations, setting, uct_c, rollouts), group in sorted(groups.items()):
+        key = (task.simulations, task.setting, task.uct_c, task.rollouts, task.ours_options)
+        groups.setdefault(key, []).append(outcome)
+    for (simulations, setting, uct_c, rollouts, options), group in sorted(groups.items()):
         wins = sum(our_share(o) for o in group)
         low, high = wilson(wins, len(group))
         par = 0.5 if setting == "pairs" else 0.25
@@ -298,7 +361,8 @@ def summary(outcomes: list[Outcome]) -> None:
         )
         verdict = "ahead" if low > par else ("behind" if high < par else "not clear of par")
         print(
-            f"{setting:5} {simulations:>5} sims (OpenSpiel uct_c {uct_c:g}, {rollouts} rollout): ours won "
+            f"{setting:5} {simulations:>5} sims (OpenSpiel uct_c {uct_c:g}, {rollouts} rollout"
+            f"{'; ours ' + options if options else ''}): ours won "
             f"{wins / len(group):.1%} of {len(group)} games (95% {low:.1%}-{high:.1%}, par {par:.0%}: {verdict}); "
             f"points per seat ours-theirs {margin:+.2f}; ms/move (wall; CPU) ours {per_move['ours']:.0f}; "
             f"{per_move['ours_cpu']:.0f}, OpenSpiel {per_move['theirs']:.0f}; {per_move['theirs_cpu']:.0f}",
@@ -327,10 +391,21 @@ def main() -> None:
     parser.add_argument("--uct-c", type=float, default=10.0, help="OpenSpiel's UCT constant, in points")
     parser.add_argument("--rollouts", type=int, default=1, help="OpenSpiel's random rollouts per evaluation")
     parser.add_argument(
+        "--ours-options",
+        default="",
+        help="search options of ours changed from ismcts:hard's, as Budget fields (own_win=1,own_vs_best=1)",
+    )
+    parser.add_argument(
         "--out", type=Path, default=None, help="JSON lines file of finished games (resumable)"
     )
     parser.add_argument("--summary", action="store_true", help="only print the figures of the games in --out")
     parser.add_argument("--speed-positions", type=int, default=12, help="0 to skip the speed test")
+    parser.add_argument(
+        "--openspiel-positions",
+        type=int,
+        default=0,
+        help="time OpenSpiel's bot alone from this many positions at each budget (CPU ms per move)",
+    )
     parser.add_argument("--progress", action="store_true", help="print every game as it ends")
     args = parser.parse_args()
     done = load(args.out)
@@ -339,6 +414,9 @@ def main() -> None:
         return
     if args.speed_positions:
         speed(args.speed_positions, args.seed)
+    if args.openspiel_positions:
+        budgets = sorted(int(b) for b in args.budgets.split(","))
+        openspiel_speed(args.openspiel_positions, args.seed, budgets)
     print(
         f"OpenSpiel's ISMCTSBot: RandomRolloutEvaluator({args.rollouts}), UCT c {args.uct_c:g} (points), "
         "most visited move; ours: ismcts:hard's search at the same simulations, no time cap",
@@ -349,7 +427,11 @@ def main() -> None:
         [
             task
             for g in range(args.games)
-            if _key(task := Task(setting, simulations, g, args.seed, args.rounds, args.uct_c, args.rollouts))
+            if _key(
+                task := Task(
+                    setting, simulations, g, args.seed, args.rounds, args.uct_c, args.rollouts, args.ours_options
+                )
+            )
             not in seen
         ]
         for simulations in sorted(int(b) for b in args.budgets.split(","))

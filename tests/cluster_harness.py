@@ -4,14 +4,11 @@ whichever process answers, as the web client does."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
-import os
 import signal as signals
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -27,15 +24,19 @@ from cardtable.replay import fold
 from cardtable.server import schema
 from cardtable.server.manager import record_of
 from cardtable.server.store import Store
-from services import free_port
+from services import Server, free_port, run_async, start_server
 
 Message = dict[str, Any]
 
 CLUSTER_ENV = {
-    "CARDTABLE_LEASE_MS": "2000", "CARDTABLE_SWEEP_S": "0.5", "CARDTABLE_HAND_PAUSE": "0.2",
-    "CARDTABLE_ANEMONE_BOT_DELAY_MS": "0", "CARDTABLE_BOT_PACE": "0.3", "CARDTABLE_SOLO_START": "0.5",
+    "CARDTABLE_HAND_PAUSE": "0.2", "CARDTABLE_ANEMONE_BOT_DELAY_MS": "0", "CARDTABLE_BOT_PACE": "0.3",
+    "CARDTABLE_SOLO_START": "0.5",
 }
-"""Settings of the test processes: a 2 s lease (failover within about 3 s), a sweep every 0.5 s, quick bots."""
+"""Settings of the test processes given as variables: quick bots, short pauses."""
+
+CLUSTER_OPTIONS = ["--lease-ms", "2000", "--sweep-s", "0.5"]
+"""Settings of the test processes given as ``serve`` options: a 2 s lease (failover within about 3 s), a sweep
+every 0.5 s."""
 
 
 def wait_for(condition: Callable[[], Any], timeout: float, what: str, every: float = 0.1) -> Any:
@@ -52,15 +53,23 @@ def wait_for(condition: Callable[[], Any], timeout: float, what: str, every: flo
 
 
 class Proc:
-    """One ``python -m cardtable serve`` process on a free port of 127.0.0.1."""
+    """One ``python -m cardtable serve`` process (``services.start_server``) on a port of 127.0.0.1 chosen when it
+    is made, so that it keeps its address over restarts."""
 
-    def __init__(self, db: str, redis: str | None, log: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, db: str, redis: str | None, log: Path, env: dict[str, str] | None = None,
+                 options: list[str] | None = None) -> None:
         self.db = db
         self.redis = redis
         self.log = log
         self.env = {**CLUSTER_ENV, **(env or {})}
+        self.options = CLUSTER_OPTIONS + (options or [])
         self.port = free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.server: Server | None = None
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes] | None:
+        """The running (or ended) process, ``None`` before :meth:`start`."""
+        return None if self.server is None else self.server.proc
 
     @property
     def base(self) -> str:
@@ -69,46 +78,32 @@ class Proc:
 
     def start(self, wait: bool = True) -> Proc:
         """Start it; with ``wait``, until it answers ``GET /api/games`` (60 s at most)."""
-        args = [sys.executable, "-m", "cardtable", "serve", "--port", str(self.port), "--db", self.db]
-        if self.redis:
-            args += ["--redis", self.redis]
-        with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(args, env=dict(os.environ, **self.env), stdout=out, stderr=out)
-        if wait:
-            wait_for(self.ready, 60, f"the server on port {self.port} to answer")
+        self.server = start_server(self.db, redis=self.redis, options=self.options, env=self.env, log=self.log,
+                                   port=self.port, wait=60 if wait else None)
         return self
 
     def ready(self) -> bool:
-        """Whether it answers HTTP."""
-        assert self.proc is not None
-        if self.proc.poll() is not None:
-            raise AssertionError(f"the server on port {self.port} exited: {self.log.read_text()[-3000:]}")
+        """Whether it answers HTTP (``AssertionError`` with its log if it exited)."""
+        assert self.server is not None
         try:
-            return httpx.get(f"{self.base}/api/games", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
+            return self.server.ready()
+        except RuntimeError as exited:
+            raise AssertionError(str(exited)) from None
 
     @property
     def alive(self) -> bool:
         """Whether the process runs."""
-        return self.proc is not None and self.proc.poll() is None
+        return self.server is not None and self.server.alive
 
     def signal(self, sig: int) -> None:
         """Send ``sig`` (SIGKILL, SIGTERM, SIGSTOP, SIGCONT)."""
-        assert self.proc is not None
-        self.proc.send_signal(sig)
+        assert self.server is not None
+        self.server.proc.send_signal(sig)
 
     def stop(self, sig: int = signals.SIGTERM, timeout: float = 30) -> int:
         """Send ``sig`` and wait for the exit; returns the exit status."""
-        assert self.proc is not None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signals.SIGCONT)
-            self.proc.send_signal(sig)
-        try:
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return self.proc.wait(10)
+        assert self.server is not None
+        return self.server.stop(sig, timeout)
 
     def post(self, path: str, body: dict[str, Any]) -> Message:
         """POST JSON, retried while the answer is 503 (a table moving between processes); the JSON answer."""
@@ -309,7 +304,7 @@ def stored(db: str, table_id: str) -> tuple[dict[int, dict[str, Any]], list[tupl
             await store.close()
         return rows[0], [(int(h), int(i), None if e is None else int(e)) for h, i, e in epochs]
 
-    row, epochs = asyncio.run(load())
+    row, epochs = run_async(load)
     views: dict[int, dict[str, Any]] = {}
 
     def step(_hand: int, index: int | None, state: Any) -> None:
@@ -336,3 +331,17 @@ def check_record(db: str, table_id: str, watchers: list[Client], acked: list[Cli
     assert all(e is not None for e in stamps)
     assert stamps == sorted(stamps, key=lambda e: e or 0), "an older owner stored after a newer one"
     return len(views)
+
+
+def stored_actions(db: str, table_id: str) -> list[tuple[int, dict[str, Any]]]:
+    """``table_id``'s stored actions in version order (version ``v`` is item ``v - 1``): ``(seat, action)``."""
+
+    async def load() -> list[tuple[int, dict[str, Any]]]:
+        store = await Store.open(db)
+        try:
+            rows = await store.load_tables(table_id=table_id, with_hands=True)
+        finally:
+            await store.close()
+        return [(seat, action) for hand in rows[0].hands for seat, _ms, action in hand.actions]
+
+    return run_async(load)

@@ -5,24 +5,50 @@ which ``scripts/setup --test`` installs from Debian when missing) in a temporary
 127.0.0.1, and stops it at the end. As root it runs them as the ``postgres`` user (``initdb`` refuses root).
 :func:`new_database` makes an empty database in it for one test. :func:`redis_server` runs ``redis-server`` (Debian's,
 installed by ``scripts/setup --test`` when missing) on a free port with no persistence, and stops it at the end.
+:func:`start_server` runs a real ``cardtable serve`` (``python -m cardtable serve``) on a free port and waits until
+it answers: every test that needs the server as its own process starts it this way.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def run_async(make: Callable[[], Awaitable[T]]) -> T:
+    """Run the coroutine ``make()`` to its end from synchronous test code and return its result: with
+    ``asyncio.run`` when no event loop runs in this thread, else in a thread of its own (``asyncio.run`` refuses
+    to run inside a running loop, as under Playwright's sync API or an async test)."""
+
+    async def main() -> T:
+        return await make()
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(main())
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, main()).result()
 
 
 def postgres_bin() -> Path | None:
@@ -105,7 +131,7 @@ def new_database(cluster: Postgres) -> str:
         finally:
             await conn.close()
 
-    asyncio.run(make())
+    run_async(make)
     return cluster.url(name)
 
 
@@ -163,3 +189,89 @@ def flush_redis(server: Redis) -> None:
         reply = s.recv(64)
     if not reply.startswith(b"+OK"):
         raise RuntimeError(f"FLUSHALL failed: {reply!r}")
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(slots=True)
+class Server:
+    """A running ``cardtable serve`` process on ``127.0.0.1:port``, its output going to ``log``."""
+
+    port: int
+    proc: subprocess.Popen[bytes]
+    log: Path | None = None
+    args: list[str] = field(default_factory=list)
+
+    @property
+    def base(self) -> str:
+        """``http://127.0.0.1:PORT``."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def alive(self) -> bool:
+        """Whether the process runs."""
+        return self.proc.poll() is None
+
+    def output(self) -> str:
+        """The end of its log (3000 characters), or ``""`` without one."""
+        return self.log.read_text(errors="replace")[-3000:] if self.log is not None and self.log.exists() else ""
+
+    def ready(self) -> bool:
+        """Whether it answers ``GET /api/games`` with 200; ``RuntimeError`` (with its log) if it exited."""
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"the server on port {self.port} exited ({self.proc.returncode}): {self.output()}")
+        try:
+            with urllib.request.urlopen(self.base + "/api/games", timeout=2) as reply:
+                return bool(reply.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def wait_ready(self, timeout: float = 60) -> Server:
+        """Wait until :meth:`ready` (``RuntimeError`` after ``timeout`` seconds, the process then killed)."""
+        deadline = time.monotonic() + timeout
+        while not self.ready():
+            if time.monotonic() > deadline:
+                self.proc.kill()
+                self.proc.wait(10)
+                raise RuntimeError(f"the server on port {self.port} did not answer within {timeout:g} s: "
+                                   f"{self.output()}")
+            time.sleep(0.1)
+        return self
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
+        """Send ``sig`` (after a ``SIGCONT``, should it be stopped) and wait for the exit, killing it after
+        ``timeout`` seconds; returns its exit status."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.send_signal(sig)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait(10)
+
+
+def start_server(db: str, *, redis: str | None = None, options: Sequence[str] = (),
+                 env: Mapping[str, str] | None = None, log: Path | None = None, port: int | None = None,
+                 wait: float | None = 60) -> Server:
+    """Start ``python -m cardtable serve --port PORT --db DB [--redis URL] OPTIONS...`` (``port``: a free one by
+    default) with ``env`` added to this process's environment, its output appended to ``log`` (else discarded),
+    from the repository's root. With ``wait`` (seconds), return once it answers HTTP (``RuntimeError`` with its
+    log if it exits or does not answer in time); with ``None``, at once (then :meth:`Server.wait_ready`)."""
+    port = port or free_port()
+    args = [sys.executable, "-m", "cardtable", "serve", "--port", str(port), "--db", db]
+    if redis is not None:
+        args += ["--redis", redis]
+    args += list(options)
+    full_env = dict(os.environ, **(env or {}))
+    if log is not None:
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(args, env=full_env, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+    else:
+        proc = subprocess.Popen(args, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    server = Server(port, proc, log, args)
+    if wait is not None:
+        server.wait_ready(wait)
+    return server
+

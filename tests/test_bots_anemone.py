@@ -9,13 +9,23 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
 from cardtable import records
 from cardtable.bots import bot_infos, get_bot, make_bot
-from cardtable.bots.ismcts import Budget, Determinizer, IsmctsBot, Move, fast_moves, playout, search
+from cardtable.bots.ismcts import (
+    Budget,
+    Determinizer,
+    IsmctsBot,
+    Move,
+    fast_moves,
+    playout,
+    playout_rewards,
+    search,
+)
 from cardtable.games.anemone import (
     CODE,
     SUIT_OF,
@@ -230,3 +240,25 @@ def test_search_moves_are_the_engines(players: int, seed: int, steps: int) -> No
     state = position(players, seed, steps)
     if not state.over:
         assert fast_moves(state) == state.moves()
+
+
+def test_playout_rewards_margin_best_other_and_win_share() -> None:
+    """Each seat's reward is its point margin over the others' mean (/10); the searching seat's can instead be
+    its margin over the best other seat, plus its share of the win (1/k for a k-way tie at the top)."""
+    points = [10, 12, 0, 4]
+    plain = playout_rewards(points, [[], [], [], []], 0, 0.0)
+    assert plain == pytest.approx([(10 - 16 / 3) / 10, (12 - 14 / 3) / 10, (0 - 26 / 3) / 10, (4 - 22 / 3) / 10])
+    best = playout_rewards(points, [[], [], [], []], 0, 0.0, own_vs_best=True)
+    assert best[0] == pytest.approx((10 - 12) / 10)
+    assert best[1:] == plain[1:]
+    assert playout_rewards(points, [[], [], [], []], 0, 0.0, own_win=1.0) == plain  # seat 0 did not win
+    won = playout_rewards(points, [[], [], [], []], 1, 0.0, own_win=1.0, own_vs_best=True)
+    assert won[1] == pytest.approx((12 - 10) / 10 + 1.0)
+    tied = playout_rewards([12, 12, 0, 4], [[], [], [], []], 0, 0.0, own_win=1.0, own_vs_best=True)
+    assert tied[0] == pytest.approx(0.0 + 0.5)
+    # anemones held count a little; win_weight adds a share of the win to every seat
+    held = playout_rewards(points, [[1, 2], [], [], []], 0, 0.5)
+    assert held[0] == pytest.approx(plain[0] + 0.5 * (3 - 0) / 10)
+    assert held[1] == pytest.approx(plain[1] + 0.5 * (0 - 1) / 10)
+    shared = playout_rewards([12, 12, 0, 4], [[], [], [], []], 3, 0.0, win_weight=1.0)
+    assert shared[0] - playout_rewards([12, 12, 0, 4], [[], [], [], []], 3, 0.0)[0] == pytest.approx(0.5)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import time
@@ -38,7 +37,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from cardtable.games import get_game
 from cardtable.server.table import hand_seed
-from services import free_port
+from services import Server, start_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("fairness_proxy")]
 
@@ -77,39 +76,15 @@ def find_race_deal() -> Deal:
     raise AssertionError("no seed deals a race")
 
 
-@dataclass
-class Server:
-    port: int
-    proc: subprocess.Popen[bytes]
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """A real ``cardtable serve`` with the per-address limits raised (every client here is 127.0.0.1)."""
-    port = free_port()
-    db = tmp_path_factory.mktemp("fairness") / "fair.db"
-    env = dict(os.environ, CARDTABLE_CREATES_PER_MINUTE="1000000", CARDTABLE_CREATE_BURST="1000000",
-               CARDTABLE_MAX_SOCKETS_PER_ADDRESS="100000", CARDTABLE_MAX_CONNECTIONS_PER_ADDRESS="100000")
-    proc = subprocess.Popen([sys.executable, "-m", "cardtable", "serve", "--port", str(port),
-                             "--db", f"sqlite+aiosqlite:///{db}"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    srv = Server(port, proc)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(f"{srv.base}/api/games", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        assert time.monotonic() < deadline and proc.poll() is None, "the server did not start"
-        time.sleep(0.1)
+    folder = tmp_path_factory.mktemp("fairness")
+    srv = start_server(f"sqlite+aiosqlite:///{folder / 'fair.db'}", log=folder / "serve.log", env={
+        "CARDTABLE_CREATES_PER_MINUTE": "1000000", "CARDTABLE_CREATE_BURST": "1000000",
+        "CARDTABLE_MAX_SOCKETS_PER_ADDRESS": "100000", "CARDTABLE_MAX_CONNECTIONS_PER_ADDRESS": "100000"})
     yield srv
-    proc.terminate()
-    proc.wait(10)
+    srv.stop()
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,12 @@ import numpy as np  # noqa: E402
 from open_spiel.python.algorithms import evaluate_bots  # noqa: E402
 
 from cardtable.games.anemone import CODE  # noqa: E402
-from cardtable.openspiel import GAME_NAME, CardtableBot, ismcts_bot  # noqa: E402
+from cardtable.openspiel import (  # noqa: E402
+    GAME_NAME,
+    CardtableBot,
+    information_state_from_scratch,
+    ismcts_bot,
+)
 
 
 @pytest.mark.parametrize(
@@ -116,3 +121,54 @@ def test_legal_actions_are_the_engines_through_play_and_resampling(players: int)
         assert state.legal_actions() == legal
         state.apply_action(rng.choice(legal))
     assert sum(state.returns()) > 0
+
+
+@pytest.mark.parametrize("players", [2, 3, 4, 6])
+def test_incremental_information_state_strings_equal_the_ones_built_from_scratch(players: int) -> None:
+    """The information state strings (built incrementally and cached per state) equal the ones built from the
+    whole history, through whole 2-hand matches: asked at random moments (so a cached string is extended over
+    several actions, across deals and hands), from Python and through C++ (the observer), on clones and on
+    resampled states (whose other seats' histories were rewritten) and after acting on them. The Python
+    ``legal_actions``/``is_chance_node`` shortcuts agree with OpenSpiel's C++ answers too."""
+    game = pyspiel.load_game(GAME_NAME, {"players": players, "rounds": 2})
+    rng = random.Random(100 + players)
+    sampler = pyspiel.UniformProbabilitySampler(0.0, 1.0)
+    state = game.new_initial_state()
+    checked = 0
+
+    def check(s: pyspiel.State) -> None:
+        for p in range(players):
+            expected = information_state_from_scratch(s, p)
+            assert s.information_state_string(p) == expected
+            assert pyspiel.State.information_state_string(s, p) == expected
+        if not s.is_terminal():
+            assert s.is_chance_node() == pyspiel.State.is_chance_node(s)
+            assert s.legal_actions() == list(pyspiel.State.legal_actions(s))
+            for p in range(players):
+                assert s.legal_actions(p) == list(pyspiel.State.legal_actions(s, p))
+
+    while not state.is_terminal():
+        if rng.random() < 0.3:
+            check(state)
+            checked += 1
+        if state.is_chance_node():
+            state.apply_action(rng.choice([a for a, _ in state.chance_outcomes()]))
+            continue
+        if rng.random() < 0.3:
+            clone = state.clone()
+            check(clone)
+            player = rng.randrange(players)
+            sample = state.resample_from_infostate(player, sampler)
+            check(sample)
+            for s in (clone, sample):
+                for _ in range(rng.randrange(1, 4)):
+                    if s.is_terminal():
+                        break
+                    if s.is_chance_node():
+                        s.apply_action(rng.choice([a for a, _ in s.chance_outcomes()]))
+                    else:
+                        s.apply_action(rng.choice(s.legal_actions()))
+                check(s)
+        state.apply_action(rng.choice(state.legal_actions()))
+    check(state)
+    assert checked > 10

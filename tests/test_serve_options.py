@@ -4,10 +4,6 @@ option reaches a real server's settings, the variable still works, and the optio
 from __future__ import annotations
 
 import dataclasses
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +13,7 @@ from typer.testing import CliRunner
 
 from cardtable.cli import app
 from cardtable.server.settings import HELP, Settings, env_name, option_name, settings_from_env
-from services import free_port
+from services import start_server
 
 SMALL = {"game": "anemone", "options": {"players": 2}}
 
@@ -32,6 +28,15 @@ def test_every_setting_has_an_option_with_its_help_and_variable() -> None:
     assert option_name("max_body_bytes") == "--max-body-bytes" and option_name("default_grace_s") == "--grace-seconds"
 
 
+def test_every_setting_is_documented_in_deploy_md() -> None:
+    """docs/deploy.md has a table row for every setting (the cluster's ``lease_ms``, ``sweep_s``, ``call_timeout_s``
+    too): its name in backticks at the start of a row."""
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "deploy.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip() for line in doc.splitlines() if line.startswith("| `")}
+    named = {part.strip(" `") for row in rows for part in row.split(",")}
+    assert {field.name for field in dataclasses.fields(Settings)} <= named
+
+
 def test_options_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CARDTABLE_MAX_SPECTATORS", "7")
     monkeypatch.setenv("CARDTABLE_HAND_PAUSE", "0.5")
@@ -43,25 +48,10 @@ def test_options_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
 def server(tmp_path: Path) -> Iterator[str]:
     """A real ``cardtable serve`` given two settings as options, and two as variables (one also given as an
     option, which wins)."""
-    port = free_port()
-    env = dict(os.environ, CARDTABLE_PAGE_SIZE="1", CARDTABLE_CREATE_BURST="100")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "cardtable", "serve", "--port", str(port), "--db", f"sqlite+aiosqlite:///{tmp_path / 's.db'}",
-         "--max-body-bytes", "300", "--create-burst", "2"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(f"{base}/api/games", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        assert time.monotonic() < deadline and proc.poll() is None, "the server did not start"
-        time.sleep(0.1)
-    yield base
-    proc.terminate()
-    proc.wait(10)
+    server = start_server(f"sqlite+aiosqlite:///{tmp_path / 's.db'}", options=["--max-body-bytes", "300", "--create-burst", "2"],
+                          env={"CARDTABLE_PAGE_SIZE": "1", "CARDTABLE_CREATE_BURST": "100"}, log=tmp_path / "serve.log")
+    yield server.base
+    server.stop()
 
 
 def test_options_and_variables_reach_a_real_server(server: str) -> None:

@@ -17,9 +17,11 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from redis import Redis
 
 from cluster_harness import Client, Message, Proc, TcpProxy, check_record, port_open, start, wait_for
 from services import Postgres, free_port, new_database
@@ -100,6 +102,7 @@ def test_sigkill_owner_another_process_takes_over(pg_db: str, redis_url: str, pr
     reconnect through it, nothing acknowledged is lost, the hand and its clock go on."""
     a, b = start(procs, pg_db, redis_url, tmp_path / "a.log", tmp_path / "b.log")
     tid, token = nerts_table(a)
+    assert 0 < Redis.from_url(redis_url).pttl(f"ct:lease:{tid}") <= 2000  # --lease-ms 2000 reached the process
     person = Client([a, b], tid, token)
     watcher = Client([b], tid, None)  # relayed through b to a
     for client in (person, watcher):
@@ -283,3 +286,53 @@ def test_limits_and_play_now_hold_over_both_processes(pg_db: str, redis_url: str
         assert wrong.status_code == 401
     limited = httpx.post(b.base + "/api/session", json={"name": "nobody", "password": "x" * 12}, timeout=30)
     assert limited.status_code == 429
+
+
+def test_a_seat_taken_through_another_process_belongs_to_the_account(pg_db: str, redis_url: str, procs: list[Proc],
+                                                                      tmp_path: Path) -> None:
+    """A signed-in person joins, through process b, a table process a owns: the seat is tied to the account (its
+    name, its derived token) by the owner; ``/api/me/seats`` on either process lists it with that token; the
+    table is played to the end with it and the account is rated."""
+    a, b = start(procs, pg_db, redis_url, tmp_path / "a.log", tmp_path / "b.log")
+    made = a.post("/api/tables", {
+        "game": "anemone", "options": {"players": 4, "rounds": 1}, "autostart": False,
+        "seats": [{"kind": "open"}, {"kind": "open"}, {"kind": "bot", "bot": "heuristic"},
+                  {"kind": "bot", "bot": "heuristic"}]})
+    tid = made["table"]["id"]
+    with httpx.Client(base_url=b.base, timeout=20) as cora:
+        assert cora.post("/api/accounts", json={"name": "cora", "password": "long enough"}).status_code == 201
+        reply = cora.post(f"/api/tables/{tid}/join", json={"name": "a guest's name"})
+        assert reply.status_code == 200, reply.text
+        joined = reply.json()
+        cookies = dict(cora.cookies)
+    assert joined["seat"] == 1
+    assert (joined["table"]["seats"][1]["name"], joined["table"]["seats"][1]["account"]) == ("cora", "cora")
+    for proc in (a, b):  # either process lists the seat, with the token the join gave
+        seats = httpx.get(f"{proc.base}/api/me/seats", cookies=cookies, timeout=20).json()
+        assert [(s["table"]["id"], s["seat"], s["token"]) for s in seats] == [(tid, 1, joined["token"])]
+    assert a.get(f"/api/tables/{tid}")["seats"][1]["account"] == "cora"  # the owner's table
+    wait_for(lambda: b.get(f"/api/tables/{tid}")["seats"][1]["account"] == "cora", 30,
+             "the other process to show the account (published through Redis)")
+    people = [Client([a], tid, made["token"], play=True), Client([b], tid, joined["token"], play=True)]
+    for client in people:
+        client.start()
+    try:
+        wait_for(lambda: all(c.seen("snapshot") for c in people), 30, "both snapshots")
+        assert people[1].seen("welcome")[0]["seat"] == 1  # the account's token holds the seat
+        a.post(f"/api/tables/{tid}/start", {"token": made["token"]})
+        wait_for(lambda: any(m["table"]["status"] == "finished" for m in people[1].seen("table")), 120,
+                 "the end of the game")
+    finally:
+        for client in people:
+            client.close()
+
+    def rated() -> Any:
+        games = httpx.get(f"{b.base}/api/players/cora", timeout=20).json()["games"]
+        return games.get("anemone", {}).get("rating")
+
+    rating = wait_for(rated, 30, "the account's rating")
+    assert rating["matches"] == 1
+    finished = a.get("/api/tables?status=finished")
+    assert [t["seats"][1]["account"] for t in finished if t["id"] == tid] == ["cora"]
+    for proc in (a, b):
+        assert httpx.get(f"{proc.base}/api/me/seats", cookies=cookies, timeout=20).json() == []

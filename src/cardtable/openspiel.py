@@ -22,7 +22,6 @@ hand counts, deck count, the voids forced discards reveal), which ``open_spiel.p
 
 from __future__ import annotations
 
-import copy
 import random
 from typing import Any
 
@@ -84,14 +83,14 @@ def _action_string(index: int) -> str:
 _ACTION_STRINGS = tuple(_action_string(i) for i in range(enc.NUM_ACTIONS))
 """Each player action as text (``play 7C+1+2``, ``discard 10F``), by index."""
 _SPEND_COUNT = len(enc.SPENDS)
-_SPENDS_HELD: dict[tuple[int, int], list[tuple[int, tuple[int, ...]]]] = {
-    (ones, twos): sorted(
-        (enc.spend_index(i, j), (1,) * i + (2,) * j) for i in range(ones + 1) for j in range(twos + 1)
-    )
+_SPENDS_HELD: dict[tuple[int, int], tuple[int, ...]] = {
+    (ones, twos): tuple(sorted(enc.spend_index(i, j) for i in range(ones + 1) for j in range(twos + 1)))
     for ones, twos in enc.SPENDS
 }
-"""For the faces a seat holds (``ones`` +1s, ``twos`` +2s): every way to spend some of them, as (spend index,
-faces sorted), in index order."""
+"""For the faces a seat holds (``ones`` +1s, ``twos`` +2s): the spend index of every way to spend some of them,
+ascending."""
+_SPEND_FACES: tuple[tuple[int, ...], ...] = tuple((1,) * ones + (2,) * twos for ones, twos in enc.SPENDS)
+"""The anemone faces a spend index spends, as the engine's moves list them (+1s first)."""
 
 
 class EnemyAnemoneGame(pyspiel.Game):
@@ -134,10 +133,57 @@ class EnemyAnemoneGame(pyspiel.Game):
         return AnemoneObserver(self.options.players, perfect_recall)
 
 
-class _Core:
-    """The state's Python side, copied quickly (OpenSpiel clones a state by deep-copying its attributes)."""
+_SUIT_BIT: tuple[int, ...] = tuple(1 << suit for suit in SUIT_OF)
+_NO_REWARDS: dict[int, tuple[float, ...]] = {n: (0.0,) * n for n in range(2, 7)}
+_CACHES = ("actions", "info", "resampling")
+"""The _Core slots that only cache what the others determine (never pickled)."""
 
-    __slots__ = ("dealt", "leader", "legal", "match", "ms", "player", "private", "public", "rewards")
+
+class _Resampling:
+    """What resampling a position for one player needs, computed once per position (``resample_from_infostate``
+    runs once per simulation of OpenSpiel's ISMCTS, always from the same root state)."""
+
+    __slots__ = ("determinizer", "kept", "played", "round_start")
+
+    def __init__(self, state: EnemyAnemoneState, hand: AnemoneState, player: int) -> None:
+        core = state.core
+        players = core.match.options.players
+        self.determinizer = Determinizer(hand.view(player))
+        self.round_start = _round_start(core.public)
+        # each seat's cards played or discarded this hand (public)
+        self.played: list[list[int]] = [[] for _ in range(players)]
+        for trick in [(hand.trick, hand.tdisc), *((t[1], t[2]) for t in hand.history)]:
+            for entries in trick:
+                for entry in entries:
+                    self.played[entry[0]].append(entry[1])
+        # each other seat's private tokens from before this hand (its cards dealt this hand are replaced)
+        self.kept = [
+            [(i, token) for i, token in core.private[seat] if i < self.round_start] for seat in range(players)
+        ]
+
+
+class _Core:
+    """The state's Python side, copied quickly (OpenSpiel clones a state by deep-copying its attributes).
+
+    ``actions`` (the legal action indices of the position), ``info`` (per player, the information state string
+    built so far, extended as the history grows) and ``resampling`` (per player, :class:`_Resampling`) are
+    caches: shared by copies while they are the same position (``resampling`` may gain a player's entry, valid
+    for all of them), dropped when the position changes, never pickled.
+    """
+
+    __slots__ = (
+        "actions",
+        "dealt",
+        "info",
+        "leader",
+        "match",
+        "ms",
+        "player",
+        "private",
+        "public",
+        "resampling",
+        "rewards",
+    )
 
     def __init__(self, options: AnemoneOptions) -> None:
         self.match = AnemoneMatch(options)
@@ -147,20 +193,25 @@ class _Core:
         self.public: list[str | tuple[int, int]] = []  # a seat's action stays (seat, index) until shown
         self.player = _CHANCE  # the player to act, kept up to date by the state
         self.private: list[list[tuple[int, str]]] = [[] for _ in range(options.players)]
-        self.rewards = [0.0] * options.players
-        # the legal moves of the position, by action index (computed once per position, never mutated: copies
-        # share it); None until asked for
-        self.legal: dict[int, tuple[bool, int, tuple[int, ...]]] | None = None
+        self.rewards: tuple[float, ...] = _NO_REWARDS[options.players]  # replaced, never mutated
+        # the legal action indices of the position, ascending (computed once per position, never mutated:
+        # copies share them); None until asked for
+        self.actions: tuple[int, ...] | None = None
+        # per player: (public tokens, private tokens, text) of the information state built so far, or None
+        self.info: list[tuple[int, int, str] | None] = [None] * options.players
+        self.resampling: dict[int, _Resampling] | None = None
 
     def __deepcopy__(self, memo: dict[int, Any]) -> _Core:
         other = _Core.__new__(_Core)
-        match = copy.copy(self.match)
-        match.totals = self.match.totals[:]
-        match.results = self.match.results[:]
-        hand = self.match.hand
+        old = self.match
+        match = AnemoneMatch.__new__(AnemoneMatch)
+        match.__dict__.update(old.__dict__)  # as copy.copy, then the mutable parts copied
+        match.totals = old.totals[:]
+        match.results = old.results[:]
+        hand = old._hand
         match._hand = hand.copy() if hand is not None else None
-        match._anem = [faces[:] for faces in self.match._anem]
-        match._first_leaders = self.match._first_leaders[:]
+        match._anem = [faces[:] for faces in old._anem]
+        match._first_leaders = old._first_leaders[:]
         other.match = match
         other.dealt = self.dealt[:]
         other.leader = self.leader
@@ -168,17 +219,27 @@ class _Core:
         other.public = self.public[:]
         other.player = self.player
         other.private = [p[:] for p in self.private]
-        other.rewards = self.rewards[:]
-        other.legal = self.legal
+        other.rewards = self.rewards
+        other.actions = self.actions
+        other.info = self.info[:]
+        other.resampling = self.resampling
         return other
 
     def __getstate__(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__ if name != "legal"}
+        return {name: getattr(self, name) for name in self.__slots__ if name not in _CACHES}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.legal = None
+        self.actions = None
+        self.resampling = None
         for name, value in state.items():
             setattr(self, name, value)
+        self.rewards = tuple(self.rewards)
+        self.info = [None] * len(self.private)
+
+    def changed(self) -> None:
+        """Drop the caches of the position (after an action)."""
+        self.actions = None
+        self.resampling = None
 
 
 class EnemyAnemoneState(pyspiel.State):
@@ -214,38 +275,54 @@ class EnemyAnemoneState(pyspiel.State):
         """The seat to act, ``pyspiel.PlayerId.CHANCE`` while dealing, ``TERMINAL`` once the match is over."""
         return self.core.player
 
-    def _legal_moves(self) -> dict[int, tuple[bool, int, tuple[int, ...]]]:
-        """The engine's legal moves of the seat to act (``(is a play, card, faces)``, as
-        :meth:`AnemoneState.moves` lists them) by action index, in index order; cached until the next action
-        (empty while dealing or once over)."""
+    def _actions(self) -> tuple[int, ...]:
+        """The legal action indices of the seat to act, ascending (the engine's :meth:`AnemoneState.moves` as
+        indices); cached until the next action (empty while dealing or once over)."""
         core = self.core
-        legal = core.legal
-        if legal is None:
-            legal = {}
+        actions = core.actions
+        if actions is None:
             hand = self._hand()
-            if hand is not None and not hand.over:
+            if hand is None or hand.over:
+                actions = ()
+            else:
                 mask = hand.mask
-                held = hand.hands[hand.turn]
-                playable = sorted(card for card in held if not (mask >> SUIT_OF[card]) & 1)
-                if playable:
-                    faces = hand.anem[hand.turn]
+                turn = hand.turn
+                held = hand.hands[turn]
+                suit_bit = _SUIT_BIT
+                playable = sorted([card for card in held if not mask & suit_bit[card]])
+                if not playable:
+                    actions = tuple(sorted([enc.PLAYS + card for card in held]))
+                elif hand.anem[turn]:
+                    faces = hand.anem[turn]
                     ones = faces.count(1)
                     spends = _SPENDS_HELD[ones, len(faces) - ones]
-                    for card in playable:
-                        base = card * _SPEND_COUNT
-                        for spend, sub in spends:
-                            legal[base + spend] = (True, card, sub)
+                    actions = tuple([card * _SPEND_COUNT + spend for card in playable for spend in spends])
                 else:
-                    for card in sorted(held):
-                        legal[enc.PLAYS + card] = (False, card, ())
-            core.legal = legal
-        return legal
+                    actions = tuple([card * _SPEND_COUNT for card in playable])
+            core.actions = actions
+        return actions
 
     def _legal_actions(self, player: int) -> list[int]:
         hand = self._hand()
         if hand is None or player != hand.turn:
             return []
-        return list(self._legal_moves())
+        return list(self._actions())
+
+    def legal_actions(self, player: int | None = None) -> list[int]:
+        """The legal action indices of ``player`` (default: the player to act), ascending, as OpenSpiel's
+        ``State.legal_actions`` gives them (its own answer for chance nodes, a terminal state and a player not
+        to act); answered here directly for the seat to act, without the round trip through C++."""
+        core = self.core
+        if core.player >= 0 and (player is None or player == core.player):
+            actions = core.actions
+            return list(actions if actions is not None else self._actions())
+        if player is None:
+            return list(pyspiel.State.legal_actions(self))
+        return list(pyspiel.State.legal_actions(self, player))
+
+    def is_chance_node(self) -> bool:
+        """True while dealing (or drawing the first leader)."""
+        return self.core.player == _CHANCE
 
     def chance_outcomes(self) -> list[tuple[int, float]]:
         """The cards not yet dealt, equally likely (or the seats, for the leader draw)."""
@@ -262,30 +339,46 @@ class EnemyAnemoneState(pyspiel.State):
         if core.player == _CHANCE:
             self._deal(int(action))  # a hand's rewards stay until the next seat acts
             return
-        hand = core.match.hand
+        hand = core.match._hand
         assert hand is not None
         seat = hand.turn
-        move = self._legal_moves().get(int(action))
-        if move is None:
+        action = int(action)
+        actions = core.actions
+        if action not in (actions if actions is not None else self._actions()):
             raise ValueError(f"action {action} is not legal for seat {seat} here")
-        core.rewards = [0.0] * self._options.players
-        core.legal = None
+        if action < enc.PLAYS:
+            is_play = True
+            card, spend = divmod(action, _SPEND_COUNT)
+            faces = _SPEND_FACES[spend]
+        else:
+            is_play = False
+            card = action - enc.PLAYS
+            faces = ()
+        core.rewards = _NO_REWARDS[hand.players]
+        core.actions = None
+        core.resampling = None
         # the engine's step, as its apply does after checking (the events are only needed for the 2-seat draws)
-        events: list[dict[str, Any]] | None = [] if hand.deck else None
-        hand.step(move[0], move[1], move[2], events)
+        if hand.deck:
+            events: list[dict[str, Any]] = []
+            hand.step(is_play, card, faces, events)
+            core.public.append((seat, action))
+            for event in events:
+                if event["type"] == "drew":
+                    core.private[event["seat"]].append((len(core.public), f"drew:{','.join(event['cards'])}"))
+        else:
+            hand.step(is_play, card, faces, None)
+            core.public.append((seat, action))
         hand._last_ms = core.ms
         core.ms += 1000
-        core.public.append((seat, int(action)))
-        for event in events or ():
-            if event["type"] == "drew":
-                core.private[event["seat"]].append((len(core.public), f"drew:{','.join(event['cards'])}"))
         if hand.over:
             result = core.match.finish_hand()
-            core.rewards = [float(points) for points in result.scores]
+            core.rewards = tuple(float(points) for points in result.scores)
             core.public.append(f"end:{','.join(str(p) for p in result.scores)}")
             core.dealt = []
             core.leader = None
-        self._update_player()
+            self._update_player()
+        else:
+            core.player = hand.turn
 
     def _update_player(self) -> None:
         match = self.core.match
@@ -300,7 +393,7 @@ class EnemyAnemoneState(pyspiel.State):
 
     def _deal(self, outcome: int) -> None:
         core = self.core
-        core.legal = None
+        core.changed()
         players = self._options.players
         size = hand_size(players)
         if len(core.dealt) < self._deal_size():
@@ -344,6 +437,15 @@ class EnemyAnemoneState(pyspiel.State):
         the deal that follows keeps them)."""
         return list(self.core.rewards)
 
+    def information_state_string(self, player: int | None = None) -> str:
+        """The information state of ``player`` (default: the player to act) as text: what the C++ side gives
+        through :meth:`AnemoneObserver.string_from`, without the round trip (and built incrementally)."""
+        if player is None:
+            player = self.core.player
+        if not 0 <= player < len(self.core.private):
+            return str(pyspiel.State.information_state_string(self, player))
+        return _information_state(self, player)
+
     def resample_from_infostate(self, player_id: int, probability_sampler: Any = None) -> EnemyAnemoneState:
         """A state ``player_id`` cannot tell from this one: every card hidden from it dealt again at random,
         consistently with its view. Only while a hand is in play (else a plain clone)."""
@@ -351,28 +453,31 @@ class EnemyAnemoneState(pyspiel.State):
         hand = state._hand()
         if hand is None:
             return state
-        view = hand.view(player_id)
+        core = self.core
+        resampling = core.resampling
+        if resampling is None:
+            resampling = core.resampling = {}
+        known = resampling.get(player_id)
+        if known is None:
+            known = resampling[player_id] = _Resampling(self, hand, player_id)
         seed = None
         if probability_sampler is not None:
             seed = int(probability_sampler() * 2**31) if callable(probability_sampler) else None
         rng = random.Random(seed)
-        hands, deck = Determinizer(view).sample(rng)
-        round_start = _round_start(state.core.public)
-        # each seat's cards played or discarded this hand (public)
-        played: list[list[int]] = [[] for _ in range(self._options.players)]
-        for trick in [(hand.trick, hand.tdisc), *((t[1], t[2]) for t in hand.history)]:
-            for entries in trick:
-                for entry in entries:
-                    played[entry[0]].append(entry[1])
-        for seat in range(self._options.players):
+        hands, deck = known.determinizer.sample(rng)
+        other = state.core
+        round_start = known.round_start
+        for seat in range(len(hands)):
             if seat == player_id:
                 continue
             hand.hands[seat] = hands[seat]
-            held = sorted(CODE[c] for c in hands[seat] + played[seat])
-            kept = [(i, token) for i, token in state.core.private[seat] if i < round_start]
-            kept.append((round_start, "held:" + ",".join(held)))
-            state.core.private[seat] = kept
-        state.core.legal = None
+            held = sorted([CODE[c] for c in hands[seat] + known.played[seat]])
+            other.private[seat] = [*known.kept[seat], (round_start, "held:" + ",".join(held))]
+            other.info[seat] = None
+        if hand.turn != player_id:
+            other.actions = None
+        # the resampled state looks the same to player_id only
+        other.resampling = {player_id: known}
         hand.deck = deck
         return state
 
@@ -386,6 +491,53 @@ class EnemyAnemoneState(pyspiel.State):
             f"trick {[p['card'] for p in view['trick']]} points {view['points']} "
             f"totals {self.core.match.totals}"
         )
+
+
+def _information_state(state: EnemyAnemoneState, player: int) -> str:
+    """:meth:`AnemoneObserver.string_from` with ``perfect_recall``, from the text cached on the state: the
+    public and the player's private tokens form one stream only ever appended to (a private token goes before
+    the public token at its index; resampling rewrites other seats' private tokens and drops their text), so
+    only the tokens added since are rendered."""
+    core = state.core
+    public = core.public
+    private = core.private[player]
+    cached = core.info[player]
+    n_public, n_private, body = cached if cached is not None else (0, 0, "")
+    if n_public < len(public) or n_private < len(private):
+        tokens: list[str] = []
+        j = n_private
+        end = len(private)
+        strings = _ACTION_STRINGS
+        for i in range(n_public, len(public)):
+            while j < end and private[j][0] <= i:
+                tokens.append(private[j][1])
+                j += 1
+            token = public[i]
+            tokens.append(token if isinstance(token, str) else f"{token[0]}:{strings[token[1]]}")
+        while j < end:
+            tokens.append(private[j][1])
+            j += 1
+        added = " ".join(tokens)
+        body = f"{body} {added}" if body else added
+        core.info[player] = (len(public), end, body)
+    hand = core.match._hand
+    own = ",".join([CODE[c] for c in sorted(hand.hands[player])]) if hand is not None else ""
+    return f"p{player} {body} | hand:{own}"
+
+
+def information_state_from_scratch(state: EnemyAnemoneState, player: int) -> str:
+    """The information state string of ``player`` built from the whole history at once (what
+    ``information_state_string`` returns, built incrementally; kept for the tests to compare with)."""
+    core = state.core
+    hand = core.match.hand
+    own = ",".join(CODE[c] for c in sorted(hand.hands[player])) if hand is not None else ""
+    tokens = [
+        token if isinstance(token, str) else f"{token[0]}:{state._action_to_string(token[0], token[1])}"
+        for token in core.public
+    ]
+    for index, token in reversed(core.private[player]):
+        tokens.insert(index, token)
+    return f"p{player} " + " ".join(tokens) + f" | hand:{own}"
 
 
 def _round_start(public: list[str | tuple[int, int]]) -> int:
@@ -449,17 +601,11 @@ class AnemoneObserver:
 
     def string_from(self, state: EnemyAnemoneState, player: int) -> str:
         """The information state (everything ``player`` has seen, in order) or the observation as text."""
+        if self.perfect_recall:
+            return _information_state(state, player)
         core = state.core
         hand = core.match.hand
         own = ",".join(CODE[c] for c in sorted(hand.hands[player])) if hand is not None else ""
-        if self.perfect_recall:
-            tokens = [
-                token if isinstance(token, str) else f"{token[0]}:{state._action_to_string(token[0], token[1])}"
-                for token in core.public
-            ]
-            for index, token in reversed(core.private[player]):
-                tokens.insert(index, token)
-            return f"p{player} " + " ".join(tokens) + f" | hand:{own}"
         if hand is None:
             return f"p{player} dealing"
         view = hand.view(player)

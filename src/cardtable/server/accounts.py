@@ -20,6 +20,7 @@ import base64
 import functools
 import hashlib
 import hmac
+import logging
 import secrets
 import time
 import unicodedata
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from cardtable.server.table import Table
 
 router = APIRouter(prefix="/api", tags=["accounts"])
+log = logging.getLogger("cardtable.server.accounts")
 
 COOKIE = "ct_session"
 """The session cookie's name."""
@@ -440,24 +442,46 @@ def _seat_token(key: bytes, table_id: str, seat: int, account_id: int) -> str:
     return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
-async def bind_seat(request: Request, table: Table | RemoteTable, seat: int, token: str) -> str:
+async def bind_seat(request: Request, table: Table | RemoteTable, seat: int,
+                    token: str) -> tuple[Table | RemoteTable, str]:
     """Tie ``seat`` at ``table``, just taken with ``token``, to the signed-in account (if any): the seat takes
-    the account's name and a token derived from the account, which is returned (a guest's ``token`` comes back
-    unchanged). A cookie sent from another site is not honoured: that seat stays a guest's. Neither is a seat
-    taken at a table another server process owns (``RemoteTable``, ``docs/deploy.md``)."""
-    if COOKIE not in request.cookies or not same_origin(request) or getattr(table, "remote", False):
-        return token
-    table = cast("Table", table)
+    the account's name and a token derived from the account. Returns the table (a table owned by another server
+    process as its owner now shows it) and the token that holds the seat (a guest's ``token`` comes back
+    unchanged). A cookie sent from another site is not honoured: that seat stays a guest's. With several server
+    processes the owner of the table binds it (``Manager.operate``); should the owner not answer, the seat stays
+    a guest's and keeps ``token``."""
+    if COOKIE not in request.cookies or not same_origin(request):
+        return table, token
     account = await current_account(request)
     if account is None:
-        return token
-    store = _store(request)
+        return table, token
+    args = {"seat": seat, "token": token, "account_id": account.id, "account_name": account.name}
+    if not getattr(table, "remote", False):
+        return table, await bind_seat_here(_store(request), cast("Table", table), args)
+    from cardtable.server.cluster import RemoteTable
+    from cardtable.server.table import TableError
+
+    try:
+        done = await request.app.state.manager.operate("bind", table.id, args)
+    except TableError as error:
+        log.warning("table %s: seat %d not tied to account %d: %s", table.id, seat, account.id, error)
+        return table, token
+    return RemoteTable(done["table"]), str(done["token"])
+
+
+async def bind_seat_here(store: Store, table: Table, args: Mapping[str, Any]) -> str:
+    """:func:`bind_seat` on the table's owner: ``args`` holds the ``seat``, the ``token`` it was just taken with,
+    and the signed-in ``account_id`` and ``account_name``. The seat's name and token hash become the account's
+    (stored, with its ``seat_accounts`` row) and a ``table`` message says so. Returns the token that now holds
+    the seat: the account's derived token, or ``token`` if the seat no longer holds it (left and taken again)."""
+    seat, token = int(args["seat"]), str(args["token"])
+    account = Account(int(args["account_id"]), str(args["account_name"]))
     derived = _seat_token(await _seat_key(store), table.id, seat, account.id)
 
-    async def go() -> None:
+    async def go() -> str:
         row = table.seats[seat].row
         if row.kind != "person" or row.token_hash != hash_token(token):
-            return
+            return token
         row.name, row.token_hash = account.name, hash_token(derived)
         table.seats[seat].account = (row.token_hash, account.name)
         await store.update_seat(table.id, row)
@@ -469,9 +493,10 @@ async def bind_seat(request: Request, table: Table | RemoteTable, seat: int, tok
 
         await store.write(fn)
         table.broadcast({"type": "table", "table": table.to_dict()})
+        return derived
 
-    await table.submit_call(go)
-    return derived
+    held: str = await table.submit_call(go)
+    return held
 
 
 _IN_CHUNK = 500
@@ -526,21 +551,32 @@ async def mark_finished_accounts(store: Store, tables: list[dict[str, Any]]) -> 
 @router.get("/me/seats", responses=error_responses(401))
 async def my_seats(request: Request) -> list[dict[str, Any]]:
     """The seats the signed-in player holds at open tables and tables in play, each with its token (the same in
-    every browser): ``[{"table": TABLE, "seat", "token"}]``. 401 ``account.not_signed_in``."""
+    every browser): ``[{"table": TABLE, "seat", "token"}]``. 401 ``account.not_signed_in``. Read from the
+    database, so that every server process gives the same list (a table owned by another process as its owner
+    last published it)."""
     account = await require_account(request)
     store = _store(request)
     sa = ps.seat_accounts
     async with store.engine.connect() as conn:
-        rows = (await conn.execute(select(sa.c.table_id, sa.c.seat).where(sa.c.account_id == account.id))).all()
+        rows = (await conn.execute(select(sa.c.table_id, sa.c.seat).where(sa.c.account_id == account.id)
+                                   .order_by(sa.c.table_id, sa.c.seat))).all()
     key = await _seat_key(store)
     manager = request.app.state.manager
     out = []
     for row in rows:
-        table = manager.tables.get(row.table_id)
-        if table is None or table.status == "finished":
-            continue
         token = _seat_token(key, row.table_id, row.seat, account.id)
-        if table.seats[row.seat].row.token_hash != hash_token(token):
-            continue  # the seat was left and taken by someone else
-        out.append({"table": table.to_dict(), "seat": row.seat, "token": token})
+        table = manager.tables.get(row.table_id)
+        if table is not None:  # played here: its seats as they are now
+            if table.status not in ("open", "playing") or table.seats[row.seat].row.token_hash != hash_token(token):
+                continue
+            out.append({"table": table.to_dict(), "seat": row.seat, "token": token})
+            continue
+        stored = await store.load_tables(table_id=row.table_id, statuses=("open", "playing"))
+        if not stored or row.seat >= len(stored[0].seats) or stored[0].seats[row.seat].token_hash != hash_token(token):
+            continue  # over, or the seat was left and taken by someone else
+        try:
+            shown = await manager.table_dict(row.table_id)
+        except Exception:  # gone meanwhile
+            continue
+        out.append({"table": shown, "seat": row.seat, "token": token})
     return out

@@ -7,7 +7,6 @@ Environment variables set server-wide knobs (see :func:`settings_from_env`).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import gc
 import logging
 import os
@@ -39,15 +38,10 @@ from cardtable.server.ws import table_socket
 STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
 
 
-def cluster_settings_from_env() -> ClusterSettings:
-    """:class:`ClusterSettings` from ``CARDTABLE_LEASE_MS`` (default 5000), ``CARDTABLE_SWEEP_S`` (2) and
-    ``CARDTABLE_CALL_TIMEOUT_S`` (10); ``ValueError`` for a value that is not a number."""
-    out = ClusterSettings()
-    for attr in (f.name for f in dataclasses.fields(ClusterSettings)):
-        var = f"CARDTABLE_{attr.upper()}"
-        if var in os.environ:
-            setattr(out, attr, type(getattr(out, attr))(float(os.environ[var])))
-    return out
+def cluster_settings(settings: Settings) -> ClusterSettings:
+    """The :class:`ClusterSettings` of ``settings`` (``lease_ms``, ``sweep_s``, ``call_timeout_s``: ``docs/deploy.md``)."""
+    return ClusterSettings(lease_ms=settings.lease_ms, sweep_s=settings.sweep_s,
+                           call_timeout_s=settings.call_timeout_s)
 
 
 def create_app(db: str | None = None, settings: Settings | None = None, redis: str | None = None) -> FastAPI:
@@ -61,7 +55,7 @@ def create_app(db: str | None = None, settings: Settings | None = None, redis: s
         store = await Store.open(db, cluster=redis is not None)
         cluster = None
         if redis is not None:
-            cluster = await Cluster.open(redis, store, cluster_settings_from_env())
+            cluster = await Cluster.open(redis, store, cluster_settings(settings))
         manager = await Manager.open(store, settings, cluster)
         if cluster is not None:  # sign-in limits over every process
             app.state.sign_in_limiter = SharedLimiter(cluster.limits, accounts.FAILURE_WINDOW_S)

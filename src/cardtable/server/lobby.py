@@ -118,7 +118,7 @@ async def play_now(body: PlayNow, request: Request) -> dict[str, Any]:
     await manager.check_create(request.client.host if request.client else "?")
     bot = await play_now_bot(request, body.game, PLAY_NOW_BOTS.get(body.game, ""))
     table, seat, token = await manager.play_now(body.game, body.name, bot or None)
-    token = await bind_seat(request, table, seat, token)
+    table, token = await bind_seat(request, table, seat, token)
     return _seated(table.id, table.to_dict(), seat, token)
 
 
@@ -129,10 +129,10 @@ async def create_table(body: CreateTable, request: Request) -> dict[str, Any]:
     seats = None if body.seats is None else [s.model_dump() for s in body.seats]
     manager = _manager(request)
     await manager.check_create(request.client.host if request.client else "?")
-    table, seat, token = await manager.create(
+    made, seat, token = await manager.create(
         body.game, body.options, seats, body.name, body.seed, body.grace_seconds, body.autostart
     )
-    token = await bind_seat(request, table, seat, token)
+    table, token = await bind_seat(request, made, seat, token)
     return _seated(table.id, table.to_dict(), seat, token)
 
 
@@ -165,7 +165,7 @@ async def table_info(table_id: str, request: Request) -> dict[str, Any]:
 async def join_table(table_id: str, body: JoinTable, request: Request) -> dict[str, Any]:
     """Take a seat (the given one or the first open one)."""
     table, seat, token = await _manager(request).join(table_id, body.name, body.seat)
-    token = await bind_seat(request, table, seat, token)
+    table, token = await bind_seat(request, table, seat, token)
     return _seated(table.id, table.to_dict(), seat, token)
 
 

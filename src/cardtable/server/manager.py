@@ -429,12 +429,19 @@ class Manager:
 
     async def run_local(self, method: str, table_id: str, args: dict[str, Any]) -> dict[str, Any]:
         """Run a lobby operation another process forwarded (``Cluster.call``) on a table owned here: ``join``
-        (``name``, ``seat``), ``play_join`` (``name``, ``bot``), ``leave`` or ``start`` (``token``). Returns
+        (``name``, ``seat``), ``play_join`` (``name``, ``bot``), ``leave`` or ``start`` (``token``), ``bind``
+        (``seat``, ``token``, ``account_id``, ``account_name``: ``accounts.bind_seat_here``). Returns
         ``{"table": TABLE, "seat", "token"}`` (seat and token for the joins); ``TableError`` as the method."""
         if method == "join":
             table, seat, token = await self.join(table_id, str(args["name"]), args.get("seat"))
         elif method == "play_join":
             table, seat, token = await self._play_join(table_id, str(args["name"]), args.get("bot"))
+        elif method == "bind":  # a signed-in person's seat taken through another process (server/accounts.py)
+            from cardtable.server.accounts import bind_seat_here
+
+            table = self.live(table_id)
+            token = await bind_seat_here(self.store, table, args)
+            return {"table": table.to_dict(), "seat": int(args["seat"]), "token": token}
         elif method in ("leave", "start"):
             done = await (self.leave if method == "leave" else self.start)(table_id, str(args["token"]))
             return {"table": done.to_dict()}
@@ -442,6 +449,16 @@ class Manager:
             raise TableError(422, "request.invalid", f"unknown operation {method!r}",
                              {"field": "method", "detail": "unknown"})
         return {"table": table.to_dict(), "seat": seat, "token": token}
+
+    async def operate(self, method: str, table_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Run lobby operation ``method`` (:meth:`run_local`) on ``table_id`` wherever it is played: here, or at
+        the process that owns it (``Cluster.call``). ``TableError`` as the method, 404 when the table is not live,
+        503 when its owner does not answer."""
+        where = await self._where(table_id)
+        if isinstance(where, Table):
+            return await self.run_local(method, table_id, args)
+        assert self.cluster is not None
+        return await self.cluster.call(where, table_id, method, args)
 
     async def join(self, table_id: str, name: str, seat: int | None) -> tuple[Table | RemoteTable, int, str]:
         """Take ``seat`` (or the first open one, else the first bot seat a person may take, whose bot then leaves);

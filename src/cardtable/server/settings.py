@@ -35,6 +35,8 @@ class Settings:
     with no person connected lives beyond its grace before it ends as abandoned, ``expiry_check_s`` between sweeps,
     ``creates_per_minute`` and ``create_burst`` per client address, ``page_size`` and ``max_page_size`` of
     ``GET /api/tables``.
+
+    Several processes (``--redis``): ``lease_ms``, ``sweep_s``, ``call_timeout_s`` (below).
     """
 
     hand_pause_s: float = 4.0
@@ -63,6 +65,14 @@ class Settings:
     """Seconds a Play now table against bots waits for other people before it starts by itself."""
     solo_start_s: float = 3.0
     """Seconds a table whose other seats are all bots waits for its creator's connection before it starts anyway."""
+    lease_ms: int = 5000
+    """Several processes (``--redis``, ``server/cluster.py``): milliseconds a table's lease lives without renewal
+    (renewed every third of it); a dead owner's tables are taken again within about this long plus a sweep."""
+    sweep_s: float = 2.0
+    """Several processes: seconds between sweeps for tables no process owns (their owner died)."""
+    call_timeout_s: float = 10.0
+    """Several processes: seconds a join, leave or start forwarded to the table's owner may take before it is
+    answered 503."""
 
 
 ENV_NAMES = {
@@ -97,6 +107,9 @@ HELP = {
     "max_page_size": "Most tables per page of GET /api/tables.",
     "play_now_start_s": "Seconds a Play now table waits for other people before it starts by itself.",
     "solo_start_s": "Seconds a table of one person and bots waits for its creator's connection before it starts.",
+    "lease_ms": "With --redis: milliseconds a table's lease lives unrenewed (failover takes about this long).",
+    "sweep_s": "With --redis: seconds between sweeps for tables whose owner process died.",
+    "call_timeout_s": "With --redis: seconds a join, leave or start forwarded to the table's owner process may take (503 beyond).",
 }
 """One line of help per setting, for ``cardtable serve --help``."""
 
