@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from cardtable.replay import IllegalRecordAction, fold, new_match
 from cardtable.server import store as store_module
 from cardtable.server.play import Peer, Play
 from cardtable.server.players_schema import match_seats
-from cardtable.server.store import SeatRow, Store, TableRow
+from cardtable.server.store import Fenced, SeatRow, Store, TableRow
 from cardtable.server.table import Settings, Table, TableError, hand_seed, now_iso, refusal_message
 
 RECORDS = Path(__file__).parent / "records"
@@ -239,6 +240,8 @@ async def test_actions_are_refused_before_the_start_and_after_the_end(store: Sto
     peer = Peer()
     try:
         assert await play(table, 0, {"type": "flip"}, peer=peer) == (False, "the game has not started")
+        table.submit_play(Play(0, {"type": "flip"}, peer=peer, seq=7))  # from a connection: no future
+        await until(lambda: peer.outbox.qsize() == 2)
         # two refused together: each gets its answer
         both = [play(table, 0, {"type": "flip"}), play(table, 1, {"type": "flip"})]
         assert await asyncio.wait_for(asyncio.gather(*both), 10) == [(False, "the game has not started")] * 2
@@ -246,6 +249,7 @@ async def test_actions_are_refused_before_the_start_and_after_the_end(store: Sto
         assert await play(table, 0, {"type": "flip"}, peer=peer) == (False, "the game is over")
         assert (await store.load_tables(table_id="t1", with_hands=True))[0].hands == []
         assert messages_of(peer) == [
+            {"type": "reject", "seq": 7, "reason": "the game has not started", "code": "table.not_started", "params": {}},
             {"type": "reject", "seq": 7, "reason": "the game has not started", "code": "table.not_started", "params": {}},
             {"type": "reject", "seq": 7, "reason": "the game is over", "code": "table.over", "params": {}}]
     finally:
@@ -305,7 +309,11 @@ async def test_plays_applied_together_each_get_their_own_update_and_answer(store
             table.queue.put_nowait(Play(0, action, future=future, peer=peer, seq=len(action)))
         answers = await asyncio.wait_for(asyncio.gather(*futures), 10)
         assert [ok for ok, _ in answers] == [True, False, True] and answers[0][1] == 1 and answers[2][1] == 2
-        updates = [m for m in messages_of(peer) if m["type"] == "update"]
+        got = messages_of(peer)
+        assert [m for m in got if m["type"] == "ack"] == [{"type": "ack", "seq": 1, "v": 1},
+                                                          {"type": "ack", "seq": 1, "v": 2}]
+        assert [(m["type"], m["seq"]) for m in got if m["type"] == "reject"] == [("reject", 3)]
+        updates = [m for m in got if m["type"] == "update"]
         assert [m["v"] for m in updates] == [1, 2]
         first, second = (m["view"]["layouts"][0] for m in updates)
         assert first["stock"]["count"] != second["stock"]["count"]  # each update shows the table at its version
@@ -477,7 +485,14 @@ async def test_a_match_as_a_seat_and_a_spectator_see_it(store: Store) -> None:
                 assert snap["results"] == [{"scores": m["scores"], "ended": m["ended"]} for m in done]
                 assert snap["totals"] == (done[-1]["totals"] if done else [0, 0])
             assert [snap["hand"] for snap in snapshots] == list(range(len(overs)))
-            assert all(m["view"]["seat"] == view_seat for m in got if m["type"] == "update")
+            updates = [m for m in got if m["type"] == "update"]
+            assert updates and all(m["view"]["seat"] == view_seat for m in updates)
+            drew = [e for m in updates for e in m["events"] if e["type"] == "drew"]
+            if view_seat is None:  # a spectator never sees drawn cards
+                assert drew and all("cards" not in e for e in drew)
+            else:  # a seat sees its own
+                assert any(e["seat"] == 0 and e["cards"] for e in drew)
+                assert all("cards" not in e for e in drew if e["seat"] != 0)
             if view_seat is None:
                 assert all(m["legal"] == [] for m in got if m["type"] in ("snapshot", "update"))
             else:
@@ -577,10 +592,18 @@ async def test_attach_and_detach_keep_presence_and_the_left_mark(store: Store) -
     assert table.attach(peer, 0) == [table.seats[0].row] and not table.seats[0].row.left
     assert peer.seat == 0 and table.seats[0].peers == {peer} and table.last_person == table.last_presence
     assert table.attach(Peer(), 0) == []  # already cleared
+    if table.gate is not None:
+        table.gate.observe(peer, 100.0)
+        assert peer in table.gate.estimators
+    seen = table.last_presence, table.last_person
     table.detach(watcher)
     assert table.spectators == set()
+    assert table.last_presence > seen[0] and table.last_person == seen[1]  # a spectator is presence, not a person
+    seen = table.last_presence, table.last_person
     table.detach(peer)
     assert len(table.seats[0].peers) == 1
+    assert table.last_presence > seen[0] and table.last_person == table.last_presence
+    assert table.gate is None or peer not in table.gate.estimators
 
 
 async def test_a_spectator_snapshot_comes_after_what_spectators_were_sent(store: Store) -> None:
@@ -643,3 +666,359 @@ async def test_close_stops_the_writer_and_closes_its_connections(url: str) -> No
     await store.close()
     assert writer is not None and writer.done() and checkpointer is not None and checkpointer.done()
     assert conn is not None and conn.closed
+
+
+# -- found by the second mutation run: the fence, the table's shape, coalesced table messages, a broken or
+# ended table, UTC times --------------------------------------------------------------------------------------
+
+
+async def test_a_stale_owner_stores_nothing_and_others_are_untouched(url: str) -> None:
+    old, new = await Store.open(url), await Store.open(url)
+    try:
+        old.fences["t1"] = 1
+        old.fences["t0"] = 1  # another table of the old owner's, at the same epoch, open and as old as t1
+        await old.insert_table(table_row("t1", status="playing"))
+        await old.insert_table(table_row("t0"))
+        await old.insert_table(table_row("t2", status="playing", created="2025-12-31T00:00:00Z"))
+        await old.insert_hand("t1", 0, {"packs": []})
+        await old.insert_actions("t1", 0, [(0, 0, 10, {"type": "flip"})])
+        await old.update_seat("t1", SeatRow(0, "person", "ana", None, "h"))
+        await old.insert_actions("t1", 0, [(1, 1, 15, {"type": "flip"})])
+        assert await new.take("t1", 1) == 2  # the stored epoch is still 1 after the old owner's writes
+        new.fences["t1"] = 2
+        writes = [lambda: old.insert_actions("t1", 0, [(2, 0, 20, {"type": "flip"})]),
+                  lambda: old.update_status("t1", "finished", finished="2026-01-02T00:00:00Z"),
+                  lambda: old.update_seat("t1", SeatRow(1, "person", "bo", None, "h1")),
+                  lambda: old.insert_hand("t1", 1, {"packs": []})]
+        for write in writes:
+            with pytest.raises(Fenced) as fenced:
+                await write()
+            assert (fenced.value.table_id, fenced.value.epoch, str(fenced.value)) == (
+                "t1", 1, "table t1: epoch 1 is no longer the owner's")
+        await old.update_seat("t2", SeatRow(1, "person", "cy", None, "h2"))  # not fenced: stored
+        await old.update_seat("t0", SeatRow(0, "person", "eve", None, "h4"))  # still the owner of t0: stored
+        await new.insert_actions("t1", 0, [(2, 1, 30, {"type": "flip"})])
+        await new.update_seat("t1", SeatRow(1, "person", "di", None, "h3"))
+        rows = {row.id: row for row in await new.load_tables(with_hands=True)}
+        t1 = rows["t1"]
+        assert (t1.status, len(t1.hands)) == ("playing", 1)
+        assert t1.hands[0].actions == [(0, 10, {"type": "flip"}), (1, 15, {"type": "flip"}), (1, 30, {"type": "flip"})]
+        assert t1.seats == [SeatRow(0, "person", "ana", None, "h"), SeatRow(1, "person", "di", None, "h3")]
+        assert rows["t2"].seats[1] == SeatRow(1, "person", "cy", None, "h2")
+        assert rows["t0"].seats[0] == SeatRow(0, "person", "eve", None, "h4")
+        assert await new.take("t1", 9) == 9 and await new.take("t1", 9) == 10
+        assert await new.take("unknown", 1) is None
+        assert await new.live_table_ids() == ["t2", "t0", "t1"]  # oldest first, then by id
+        await new.update_status("t2", "finished", finished="2026-01-03T00:00:00Z")
+        assert await new.take("t2", 1) is None and await new.live_table_ids() == ["t0", "t1"]
+        assert await new.take("t0", 1) == 2  # an open table is taken too
+    finally:
+        await old.close()
+        await new.close()
+
+
+async def test_the_table_shows_each_kind_of_seat_and_the_start_time(store: Store) -> None:
+    seats = [SeatRow(0, "open"), SeatRow(1, "bot", "Bo", "greedy:easy"), SeatRow(2, "person", "ana", None, "h2"),
+             SeatRow(3, "person", "cy", None, "h3")]
+    row = table_row("t1", seats=seats)
+    row.options = {"players": 4}
+    await store.insert_table(row)
+    table = Table(row, get_game("nerts"), store, Settings(hand_pause_s=60))
+    table.seats[1].replaceable = True
+    table.seats[2].account = ("h2", "ana-account")
+    table.seats[3].account = ("old-hash", "someone")  # the seat was left and taken again: nobody's account
+    table.seats[3].standin = "greedy:medium"
+    table.attach(Peer(), 2)
+    table.starts_at = time.time() + 5.0
+    shown = table.to_dict()
+    assert shown["seats"] == [
+        {"seat": 0, "kind": "open"},
+        {"seat": 1, "kind": "bot", "bot": "greedy:easy", "name": "Bo", "replaceable": True},
+        {"seat": 2, "kind": "person", "name": "ana", "connected": True, "standin": None, "account": "ana-account"},
+        {"seat": 3, "kind": "person", "name": "cy", "connected": False, "standin": "greedy:medium", "account": None},
+    ]
+    assert shown["starts_at"] == int(table.starts_at * 1000) and 4000 < shown["starts_in_ms"] <= 5000
+    assert (shown["id"], shown["game"], shown["status"], shown["hand"], shown["totals"], shown["winners"],
+            shown["created"]) == ("t1", "nerts", "open", 0, [0, 0, 0, 0], None, "2026-01-01T00:00:00Z")
+    assert shown["options"]["players"] == 4 and set(shown["options"]) == {s.name for s in table.info.option_specs}
+    table.starts_at = time.time() - 1.0  # due: never a negative wait
+    assert table.to_dict()["starts_in_ms"] == 0
+    table.row.status = "playing"  # a bot is replaceable only before the start, and the start time is gone
+    shown = table.to_dict()
+    assert shown["seats"][1]["replaceable"] is False
+    assert (shown["starts_at"], shown["starts_in_ms"]) == (None, None)
+
+
+async def test_table_messages_are_coalesced_and_the_last_change_is_sent(store: Store) -> None:
+    table = await live_table(store, "t1", settings=Settings(table_message_interval_s=0.5))
+    watcher = Peer()
+    table.attach(watcher, None)
+    loop = asyncio.get_running_loop()
+    got: list[dict[str, Any]] = []
+
+    def seen() -> list[dict[str, Any]]:
+        table.flush_spectators()  # spectators get their messages right after the owner's step
+        got.extend(messages_of(watcher))
+        return got
+
+    first = loop.time()
+    table.announce()  # the first: at once
+    assert [m["type"] for m in seen()] == ["table"]
+    table.seats[0].row = SeatRow(0, "person", "ana", None, "h")
+    table.announce()  # within the interval: held back
+    table.announce()  # and coalesced with this one
+    assert len(seen()) == 1
+    await until(lambda: len(seen()) > 1, timeout=10)
+    assert loop.time() - first >= 0.45 and len(got) == 2  # not before the interval, and only one
+    assert got[1]["type"] == "table" and got[1]["table"]["seats"][0]["name"] == "ana"
+    await asyncio.sleep(0.6)
+    table.announce()  # the interval has passed: at once again
+    assert len(seen()) == 3
+
+
+def test_times_are_utc_whatever_the_local_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from cardtable.server.table import now_iso
+
+    monkeypatch.setenv("TZ", "Asia/Seoul")  # UTC+9, no summer time
+    time.tzset()
+    try:
+        stamp = datetime.strptime(now_iso(), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        assert abs(stamp - datetime.now(UTC)) < timedelta(minutes=5)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+async def test_a_table_whose_write_fails_stops_and_tells_every_connection(store: Store) -> None:
+    table, seated = await started_nerts(store, "t1")
+    watcher = Peer()
+    table.attach(watcher, None)
+    try:
+        async with store.engine.begin() as conn:  # a real failure of the next write: its table is gone
+            await conn.exec_driver_sql("DROP TABLE actions")
+        future: asyncio.Future[tuple[bool, Any]] = asyncio.get_running_loop().create_future()
+        table.queue.put_nowait(Play(0, {"type": "flip"}, future=future, peer=seated, seq=1))
+        await until(lambda: table.broken is not None, timeout=10)
+        reason = table.broken
+        assert reason is not None and reason.startswith("the table stopped on a server error: ")
+        assert table.task is not None
+        await asyncio.wait_for(table.task, 10)  # the owner has stopped
+        for peer in (seated, watcher):
+            got = messages_of(peer)
+            assert got[-1] == {"type": "error", "reason": reason, "code": "table.broken", "params": {"detail": reason}}
+            assert peer.closed and not any(m["type"] == "ack" for m in got)
+    finally:
+        await table.stop()
+
+
+async def test_ending_a_table_early_stores_and_tells_it(store: Store) -> None:
+    table = await live_table(store, "t0")
+    watcher = Peer()
+    table.attach(watcher, None)
+    await table.end("closed")
+    table.flush_spectators()
+    (told,) = messages_of(watcher)
+    assert told["type"] == "table" and told["table"]["status"] == "closed"
+    row = (await store.load_tables(table_id="t0"))[0]
+    assert (row.status, row.finished, row.totals, row.hands_played) == ("closed", None, None, None)
+    table, seated = await started_nerts(store, "t1")
+    try:
+        assert (await play_flip(table))[0]
+        await table.end("abandoned")
+        row = (await store.load_tables(table_id="t1"))[0]
+        assert (row.status, row.totals, row.winners, row.hands_played) == ("abandoned", [0, 0], None, 1)
+        assert row.finished is not None and row.finished == table.row.finished
+        assert (table.row.totals, table.row.hands_played, table.row.winners) == ([0, 0], 1, None)
+        assert messages_of(seated)[-1]["table"]["status"] == "abandoned"
+    finally:
+        await table.stop()
+
+
+async def play_flip(table: Table) -> tuple[bool, Any]:
+    future: asyncio.Future[tuple[bool, Any]] = asyncio.get_running_loop().create_future()
+    table.queue.put_nowait(Play(0, {"type": "flip"}, future=future, seq=7))
+    return await future
+
+
+async def test_a_stand_in_only_for_an_absent_person_in_play(store: Store) -> None:
+    table = await live_table(store, "t1", game="anemone",
+                             seats=[SeatRow(0, "person", "a", None, "h"), SeatRow(1, "bot", "B", "random")])
+    try:
+        peer = Peer()
+        table.attach(peer, 0)
+        table.row.status = "playing"
+        await table._stand_in(table.seats[0])  # connected
+        await table._stand_in(table.seats[1])  # a bot
+        assert table.seats[0].standin is None and table.seats[1].standin is None
+        table.detach(peer)
+        table.row.status = "finished"
+        await table._stand_in(table.seats[0])  # over
+        assert table.seats[0].standin is None
+        table.row.status = "playing"
+        await table._stand_in(table.seats[0])
+        assert table.seats[0].standin is not None and 0 in table.driven_seats()
+    finally:
+        await table.stop()
+
+
+async def test_a_failed_call_is_answered_and_with_several_processes_stops_the_owner(store: Store) -> None:
+    async def refuse() -> None:
+        raise TableError(409, "seat.taken", "taken")
+
+    async def fail() -> None:
+        raise RuntimeError("disk gone")
+
+    async def fine() -> int:
+        return 5
+
+    alone = await live_table(store, "t1")  # one process: the call's own error, and the owner goes on
+    alone.start_owner()
+    try:
+        with pytest.raises(RuntimeError, match=r"^disk gone$"):
+            await alone.submit_call(fail)
+        assert await alone.submit_call(fine) == 5
+    finally:
+        await alone.stop()
+    errors: list[Exception] = []
+    table = await live_table(store, "t2")
+    table.on_error = errors.append  # several processes: the cluster moves the table elsewhere
+    table.start_owner()
+    try:
+        with pytest.raises(TableError) as refused:  # a refusal is only an answer
+            await table.submit_call(refuse)
+        assert (refused.value.status, refused.value.code) == (409, "seat.taken") and errors == []
+        with pytest.raises(TableError) as moving:
+            await table.submit_call(fail)
+        assert (moving.value.status, moving.value.code, str(moving.value), moving.value.params) == (
+            503, "http.error", "the table is moving to another server process: try again", {"status": 503})
+        assert [str(error) for error in errors] == ["disk gone"]
+        later = table.submit_call(fine)  # the owner has stopped: nothing more is done here
+        await asyncio.sleep(0.1)
+        assert not later.done()
+        later.cancel()
+    finally:
+        await table.stop()
+
+
+async def test_stopping_answers_what_was_queued_and_refuses_what_comes_after(store: Store) -> None:
+    async def fine() -> int:
+        return 5
+
+    table = await live_table(store, "t1")  # no owner running: what is submitted stays queued
+    call = table.submit_call(fine)
+    played: asyncio.Future[tuple[bool, Any]] = asyncio.get_running_loop().create_future()
+    table.queue.put_nowait(Play(0, {"type": "flip"}, future=played))
+    table.queue.put_nowait(Play(0, {"type": "flip"}, peer=Peer(), seq=1))  # from a connection: no future
+    await table.stop()
+    assert table.stopped is True and table.queue.empty()
+    with pytest.raises(TableError) as stopped:
+        await call
+    assert (stopped.value.status, stopped.value.code, str(stopped.value), stopped.value.params) == (
+        503, "http.error", "the table stopped here: try again", {"status": 503})
+    assert played.result() == (False, "the table stopped here")
+    later = table.submit_call(fine)  # answered at once, never left waiting
+    refused = later.exception() if later.done() else None
+    assert isinstance(refused, TableError)
+    assert (refused.status, str(refused), refused.params) == (503, "the table stopped here: try again", {"status": 503})
+    running = await live_table(store, "t2")
+    running.start_owner()
+    await running.stop()
+    assert running.task is not None and running.task.done()
+
+
+async def restored(store: Store, tid: str, hands: int, settings: Settings) -> Table:
+    """A table in play restored from the first ``hands`` hands of a whole two-hand Enemy Anemone match."""
+    record = records.load(RECORDS / "anemone" / "2p-full-match.ok.json")
+    await store.insert_table(table_row(tid, status="playing", game="anemone",
+                                       seats=[SeatRow(0, "bot", "A", "random"), SeatRow(1, "bot", "B", "random")]))
+    for number, hand in enumerate(record.hands[:hands]):
+        await store.insert_hand(tid, number, hand.deal)
+        await store.insert_actions(tid, number, [(i, entry.seat, entry.ms, dict(entry.action))
+                                                 for i, entry in enumerate(hand.actions)])
+    row = (await store.load_tables(table_id=tid, with_hands=True))[0]
+    row.options = dict(record.options)
+    table = Table(row, get_game("anemone"), store, settings)
+    table.fold()
+    return table
+
+
+async def test_a_restored_table_in_play_carries_on_where_it_was(store: Store) -> None:
+    slow = Settings(hand_pause_s=60, anemone_bot_delay_ms=60_000)
+    fresh = await live_table(store, "t0", status="playing", settings=slow,
+                             seats=[SeatRow(0, "person", "a", None, "h0"), SeatRow(1, "person", "b", None, "h1")])
+    between = await restored(store, "t1", 1, Settings(hand_pause_s=0.05, anemone_bot_delay_ms=60_000))
+    waiting = await restored(store, "t2", 1, slow)
+    over = await restored(store, "t3", 2, slow)
+    assert between.state is not None and between.state.is_over and not between.match.is_over
+    assert over.match.is_over and over.status == "playing"
+    tables = (fresh, between, waiting, over)
+    try:
+        for table in tables:
+            table.start_owner()
+        # no hand yet: the first starts at once; one hand over: the next after the pause; the match over: finished
+        await until(lambda: fresh.state is not None and between.hand_index == 1 and over.status == "finished",
+                    timeout=20)
+        assert fresh.hand_index == 0 and between.state is not None and not between.state.is_over
+        assert waiting.hand_index == 0 and waiting.state is not None and waiting.state.is_over  # 60 s pause
+        row = (await store.load_tables(table_id="t3"))[0]
+        assert (row.status, row.hands_played, row.totals) == ("finished", 2, over.match.totals)
+    finally:
+        for table in tables:
+            await table.stop()
+
+
+async def test_a_call_queued_among_plays_is_run_and_the_owner_goes_on(store: Store) -> None:
+    async def fine() -> int:
+        return 5
+
+    table, _ = await started_nerts(store, "t1")
+    try:
+        loop = asyncio.get_running_loop()
+        first, last = loop.create_future(), loop.create_future()
+        table.queue.put_nowait(Play(0, {"type": "flip"}, future=first))  # taken together with what follows
+        call = table.submit_call(fine)
+        table.queue.put_nowait(Play(0, {"type": "flip"}, future=last))
+        assert await asyncio.wait_for(asyncio.gather(first, call, last), 10) == [(True, 1), 5, (True, 2)]
+    finally:
+        await table.stop()
+
+
+async def test_the_same_seed_deals_the_same_hands(store: Store) -> None:
+    tables = [(await started_nerts(store, tid))[0] for tid in ("t1", "t2")]
+    other = await live_table(store, "t3", seats=[SeatRow(0, "person", "a", None, "h0"),
+                                                 SeatRow(1, "person", "b", None, "h1")])
+    other.row.seed = 8
+    other.gate = None
+    other.start_owner()
+    tables.append(other)
+    try:
+
+        async def start() -> None:
+            other.row.status = "playing"
+            await other._start_hand()
+
+        await other.submit_call(start)
+        deals = {row.id: row.hands[0].deal for row in await store.load_tables(with_hands=True)}
+        assert deals["t1"] == deals["t2"] != deals["t3"]
+    finally:
+        for table in tables:
+            await table.stop()
+
+
+async def test_bots_keep_playing_through_changes_and_stop_with_the_play(store: Store) -> None:
+    table = await live_table(store, "t1", game="anemone", settings=Settings(anemone_bot_delay_ms=60_000),
+                             seats=[SeatRow(0, "person", "a", None, "h"), SeatRow(1, "bot", "B", "random")])
+    table._sync_bots()
+    assert table._bot_tasks == {}  # not in play: no bot
+    table.row.status = "playing"
+    table._sync_bots()
+    spec, task = table._bot_tasks[1]
+    table._sync_bots()  # nothing changed for the bot: the same task plays on
+    assert table._bot_tasks[1] == (spec, task) and not task.done()
+    table.row.status = "finished"
+    table._sync_bots()
+    assert table._bot_tasks == {}
+    await asyncio.sleep(0)
+    assert task.cancelled()
