@@ -48,30 +48,7 @@ from typing import Any
 import httpx
 import websockets
 
-HOST = "127.0.0.1"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def rss_mb(pid: int) -> float:
-    """Resident memory of process ``pid`` in MB (Linux ``/proc``)."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
-
-
-def cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) process ``pid`` has used (Linux ``/proc``)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+from machine import HOST, cpu_seconds, free_port, rss_mb
 
 
 def address(group: int, index: int) -> str:
@@ -524,7 +501,7 @@ async def run(args: argparse.Namespace) -> int:
         for name, attack in attacks:
             outcome = Outcome()
             rss_before = rss_mb(server.pid)
-            cpu_before = cpu_s(server.pid)
+            cpu_before = cpu_seconds(server.pid)
             log_offset = os.path.getsize(log_path)
             errors_before = len(acks.errors)
             t0 = time.monotonic()
@@ -556,7 +533,7 @@ async def run(args: argparse.Namespace) -> int:
                   f"  other tables: {len(during)} acks, p99 {pct(during, 0.99):.1f} ms, worst {worst:.1f} ms "
                   f"(baseline worst {base_worst:.1f} ms, {worst - base_worst:+.1f} ms)\n"
                   f"  RSS {rss_before:.1f} MB -> {rss_mb(server.pid):.1f} MB; server CPU "
-                  f"{cpu_s(server.pid) - cpu_before:.1f} s ({100 * (cpu_s(server.pid) - cpu_before) / (t1 + 1.0 - t0):.0f}% of a core)"
+                  f"{cpu_seconds(server.pid) - cpu_before:.1f} s ({100 * (cpu_seconds(server.pid) - cpu_before) / (t1 + 1.0 - t0):.0f}% of a core)"
                   + "".join(f"\n  failure: {f}" for f in outcome.failures), flush=True)
             failures += [f"{name}: {f}" for f in outcome.failures]
     finally:

@@ -39,7 +39,6 @@ import json
 import os
 import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -53,6 +52,8 @@ import httpx
 import msgspec
 import websockets
 
+from machine import cpu_seconds, free_port
+
 ECHO_SERVER = """
 import asyncio, sys, websockets
 async def echo(ws):
@@ -64,15 +65,6 @@ async def main():
 asyncio.run(main())
 """
 
-
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of process ``pid`` in seconds (Linux ``/proc``; 0.0 elsewhere)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return 0.0
 
 
 async def measure_cpu(pids: dict[str, int], clock: Clock, out: dict[str, float], profiling: bool = False) -> None:
@@ -92,12 +84,6 @@ async def measure_cpu(pids: dict[str, int], clock: Clock, out: dict[str, float],
             with contextlib.suppress(ProcessLookupError):  # killed by the failover run
                 os.kill(pid, signal.SIGUSR2)
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 async def wait_http(url: str, timeout: float = 30.0) -> None:

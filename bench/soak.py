@@ -24,7 +24,6 @@ import asyncio
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,8 @@ from typing import Any
 import httpx
 import msgspec
 import websockets
+
+from machine import free_port, rss_mb
 
 
 class Incoming(msgspec.Struct):
@@ -49,20 +50,6 @@ class Incoming(msgspec.Struct):
 _decode = msgspec.json.Decoder(Incoming).decode
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def rss_mb(pid: int) -> float:
-    """Resident memory of process ``pid`` in MB (Linux ``/proc``)."""
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
 
 
 @dataclass

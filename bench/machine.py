@@ -1,0 +1,39 @@
+"""What the server benchmarks read of this machine: free loopback ports and a process's memory and CPU time.
+
+Linux only (``/proc``); the benchmarks that import it (``server_load.py``, ``soak.py``, ``attacks.py``) run
+servers on loopback and read their figures from here.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+HOST = "127.0.0.1"
+
+
+def free_port() -> int:
+    """A TCP port on ``127.0.0.1`` that nothing listens on at the moment of the call."""
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of process ``pid`` in MB (``VmRSS``); NaN if the kernel does not say."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of process ``pid`` in seconds; 0.0 once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
