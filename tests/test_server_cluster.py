@@ -59,14 +59,21 @@ def progressed(client: Client, beyond: int) -> bool:
     return client.last_version() > beyond
 
 
+def open_two_people_two_bots(proc: Proc) -> dict[str, Any]:
+    """Create, on ``proc``, a one-hand 4-seat Enemy Anemone table of two open seats and two heuristic bots that
+    waits to be started; returns the creation reply (``table``, ``token`` of seat 0)."""
+    made: dict[str, Any] = proc.post("/api/tables", {
+        "game": "anemone", "options": {"players": 4, "rounds": 1}, "autostart": False,
+        "seats": [{"kind": "open"}, {"kind": "open"}, {"kind": "bot", "bot": "heuristic"},
+                  {"kind": "bot", "bot": "heuristic"}]})
+    return made
+
+
 def test_two_processes_play_a_table_to_the_end(pg_db: str, redis_url: str, procs: list[Proc], tmp_path: Path) -> None:
     """A person on each process (one connection relayed), bots, spectators on both: the table is played to the
     end and both spectators see the same versions; the lobby of either process lists it."""
     a, b = start(procs, pg_db, redis_url, tmp_path / "a.log", tmp_path / "b.log")
-    made = a.post("/api/tables", {
-        "game": "anemone", "options": {"players": 4, "rounds": 1}, "autostart": False,
-        "seats": [{"kind": "open"}, {"kind": "open"}, {"kind": "bot", "bot": "heuristic"},
-                  {"kind": "bot", "bot": "heuristic"}]})
+    made = open_two_people_two_bots(a)
     tid = made["table"]["id"]
     joined = b.post(f"/api/tables/{tid}/join", {"name": "bea"})  # forwarded to the owner
     assert joined["seat"] == 1
@@ -294,10 +301,7 @@ def test_a_seat_taken_through_another_process_belongs_to_the_account(pg_db: str,
     name, its derived token) by the owner; ``/api/me/seats`` on either process lists it with that token; the
     table is played to the end with it and the account is rated."""
     a, b = start(procs, pg_db, redis_url, tmp_path / "a.log", tmp_path / "b.log")
-    made = a.post("/api/tables", {
-        "game": "anemone", "options": {"players": 4, "rounds": 1}, "autostart": False,
-        "seats": [{"kind": "open"}, {"kind": "open"}, {"kind": "bot", "bot": "heuristic"},
-                  {"kind": "bot", "bot": "heuristic"}]})
+    made = open_two_people_two_bots(a)
     tid = made["table"]["id"]
     with httpx.Client(base_url=b.base, timeout=20) as cora:
         assert cora.post("/api/accounts", json={"name": "cora", "password": "long enough"}).status_code == 201
