@@ -381,31 +381,6 @@ def fast_moves(state: AnemoneState) -> list[Move]:
     return [(True, card, sub) for card in playable for sub in subs]
 
 
-def _with_hidden(base: AnemoneState, hands: list[list[int]], deck: list[int]) -> AnemoneState:
-    """A copy of ``base`` with the hidden cards of one determinization (``hands`` and ``deck`` are used as is)."""
-    other = AnemoneState.__new__(AnemoneState)
-    other.players = base.players
-    other.n_turns = base.n_turns
-    other.hands = hands
-    other.deck = deck
-    other.anem = [faces[:] for faces in base.anem]
-    other.supply = base.supply
-    other.piles = [pile[:] for pile in base.piles]
-    other.points = base.points[:]
-    other.leader = base.leader
-    other.turn = base.turn
-    other.k = base.k
-    other.trick = base.trick[:]
-    other.tdisc = base.tdisc[:]
-    other.mask = base.mask
-    other.history = base.history[:]
-    other.over = base.over
-    other.round = base.round
-    other.rounds = base.rounds
-    other._last_ms = base._last_ms
-    return other
-
-
 def playout_rewards(
     points: Sequence[int],
     anem: Sequence[Sequence[int]],
@@ -490,7 +465,7 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
             logs.extend(math.log(n) for n in range(len(logs), 2 * sims + 64))
         if sims > 1:
             hands, deck = sample(rng)
-        state = _with_hidden(base, hands, deck)
+        state = base.with_hidden(hands, deck)
         node = root
         moves = root_moves
         # selection and expansion

@@ -354,11 +354,17 @@ class AnemoneState:
 
     def copy(self) -> AnemoneState:
         """An independent copy (cheap enough for thousands of playouts per move)."""
+        return self.with_hidden([hand[:] for hand in self.hands], self.deck[:])
+
+    def with_hidden(self, hands: list[list[int]], deck: list[int]) -> AnemoneState:
+        """An independent copy whose hands and draw deck are ``hands`` and ``deck`` (card codes, one list per
+        seat; used as they are, not copied): a determinization's deal for search bots. Everything else (anemones,
+        piles, points, the trick, history) is copied from this state."""
         other = AnemoneState.__new__(AnemoneState)
         other.players = self.players
         other.n_turns = self.n_turns
-        other.hands = [hand[:] for hand in self.hands]
-        other.deck = self.deck[:]
+        other.hands = hands
+        other.deck = deck
         other.anem = [faces[:] for faces in self.anem]
         other.supply = self.supply
         other.piles = [pile[:] for pile in self.piles]
