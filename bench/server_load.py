@@ -44,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -161,46 +161,64 @@ class Clock:
         return self.start <= t < self.end
 
 
+async def drive_seat(ws: Any, token: str, rate: float, clock: Clock, stats: Stats, rng: random.Random,
+                     seq: int = 0, on_ack: Callable[[Incoming, float], None] | None = None) -> int:
+    """One scripted seat on the open WebSocket ``ws``: says hello with ``token``, then sends, ``rate`` times a
+    second (random phase), an action picked from the ``legal`` of its latest update, and times each until its
+    ``ack`` or ``reject`` into ``stats`` (those sent in the measuring window). ``on_ack(message, now)`` sees every
+    ack. Stops at the clock's end or when the connection ends (a closed connection is not an error here); returns
+    the last ``seq`` used, so that a reconnecting client goes on from it."""
+    await ws.send(json.dumps({"type": "hello", "token": token}))
+    legal: list[dict[str, Any]] = []
+    sent: dict[int, float] = {}
+
+    async def read() -> None:
+        nonlocal legal
+        async for raw in ws:
+            message = _decode(raw)
+            kind = message.type
+            now = time.monotonic()
+            if kind in ("update", "snapshot"):
+                legal = message.legal or []
+                if clock.measuring(now):
+                    stats.updates += 1
+            elif kind in ("ack", "reject") and message.seq is not None:
+                t0 = sent.pop(message.seq, None)
+                if kind == "ack" and on_ack is not None:
+                    on_ack(message, now)
+                if t0 is not None and clock.measuring(t0):
+                    (stats.acks if kind == "ack" else stats.rejects).append((now - t0) * 1000.0)
+            elif kind == "error" and clock.measuring(now):
+                stats.errors += 1
+
+    async def reader() -> None:
+        with contextlib.suppress(websockets.exceptions.WebSocketException):
+            await read()
+
+    task = asyncio.create_task(reader())
+    await asyncio.sleep(rng.uniform(0, 1.0 / rate))
+    next_at = time.monotonic()
+    while time.monotonic() < clock.end and not task.done():
+        next_at += 1.0 / rate
+        if legal:
+            seq += 1
+            sent[seq] = time.monotonic()
+            await ws.send(json.dumps({"type": "action", "seq": seq, "action": rng.choice(legal)}))
+        await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+    await asyncio.sleep(0.5)
+    task.cancel()
+    return seq
+
+
 async def table_client(port: int, tid: str, token: str, rate: float, clock: Clock, stats: Stats,
                        rng: random.Random) -> None:
+    """A seat's client for the one-process runs; a connection the server ends before the clock does is an error
+    (raised, as before: the run stops)."""
     async with websockets.connect(f"ws://127.0.0.1:{port}/ws/tables/{tid}", max_size=2**22,
                                   compression=None, open_timeout=60, ping_interval=None) as ws:
-        await ws.send(json.dumps({"type": "hello", "token": token}))
-        legal: list[dict[str, Any]] = []
-        sent: dict[int, float] = {}
-        done = asyncio.Event()
-
-        async def reader() -> None:
-            nonlocal legal
-            async for raw in ws:
-                message = _decode(raw)
-                kind = message.type
-                now = time.monotonic()
-                if kind in ("update", "snapshot"):
-                    legal = message.legal or []
-                    if clock.measuring(now):
-                        stats.updates += 1
-                elif kind in ("ack", "reject") and message.seq is not None:
-                    t0 = sent.pop(message.seq, None)
-                    if t0 is not None and clock.measuring(t0):
-                        (stats.acks if kind == "ack" else stats.rejects).append((now - t0) * 1000.0)
-                elif kind == "error" and clock.measuring(now):
-                    stats.errors += 1
-            done.set()
-
-        task = asyncio.create_task(reader())
-        await asyncio.sleep(rng.uniform(0, 1.0 / rate))
-        seq = 0
-        next_at = time.monotonic()
-        while time.monotonic() < clock.end:
-            next_at += 1.0 / rate
-            if legal:
-                seq += 1
-                sent[seq] = time.monotonic()
-                await ws.send(json.dumps({"type": "action", "seq": seq, "action": rng.choice(legal)}))
-            await asyncio.sleep(max(0.0, next_at - time.monotonic()))
-        await asyncio.sleep(0.5)
-        task.cancel()
+        await drive_seat(ws, token, rate, clock, stats, rng)
+        if time.monotonic() < clock.end:
+            raise ConnectionError(f"table {tid}: the server closed the connection before the end of the run")
 
 
 async def echo_client(port: int, rate: float, size: int, clock: Clock, stats: Stats, rng: random.Random) -> None:
@@ -395,50 +413,16 @@ async def cluster_client(ports: list[int], start: int, tid: str, token: str, rat
         try:
             async with websockets.connect(f"ws://127.0.0.1:{port}/ws/tables/{tid}", max_size=2**22,
                                           compression=None, open_timeout=30, ping_interval=None) as ws:
-                await ws.send(json.dumps({"type": "hello", "token": token}))
                 opened = time.monotonic()  # acks on a connection opened after the kill come from the new owner
                 stats = direct if owner_port.get(tid) == port else relayed
-                legal: list[dict[str, Any]] = []
-                sent: dict[int, float] = {}
 
-                async def reader(ws: Any, stats: Stats, sent: dict[int, float], opened: float) -> None:
-                    with contextlib.suppress(websockets.exceptions.WebSocketException):
-                        await read(ws, stats, sent, opened)
+                def on_ack(message: Incoming, now: float, opened: float = opened) -> None:
+                    mark = acked.setdefault(tid, Ack())
+                    mark.version, mark.at = max(mark.version, message.v or 0), now
+                    if mark.after_kill is None and "at" in killed and opened > killed["at"]:
+                        mark.after_kill = now
 
-                async def read(ws: Any, stats: Stats, sent: dict[int, float], opened: float) -> None:
-                    nonlocal legal
-                    async for raw in ws:
-                        message = _decode(raw)
-                        kind = message.type
-                        now = time.monotonic()
-                        if kind in ("update", "snapshot"):
-                            legal = message.legal or []
-                            if clock.measuring(now):
-                                stats.updates += 1
-                        elif kind in ("ack", "reject") and message.seq is not None:
-                            t0 = sent.pop(message.seq, None)
-                            if kind == "ack":
-                                mark = acked.setdefault(tid, Ack())
-                                mark.version, mark.at = max(mark.version, message.v or 0), now
-                                if mark.after_kill is None and "at" in killed and opened > killed["at"]:
-                                    mark.after_kill = now
-                            if t0 is not None and clock.measuring(t0):
-                                (stats.acks if kind == "ack" else stats.rejects).append((now - t0) * 1000.0)
-                        elif kind == "error" and clock.measuring(now):
-                            stats.errors += 1
-
-                task = asyncio.create_task(reader(ws, stats, sent, opened))
-                await asyncio.sleep(rng.uniform(0, 1.0 / rate))
-                next_at = time.monotonic()
-                while time.monotonic() < clock.end and not task.done():
-                    next_at += 1.0 / rate
-                    if legal:
-                        seq += 1
-                        sent[seq] = time.monotonic()
-                        await ws.send(json.dumps({"type": "action", "seq": seq, "action": rng.choice(legal)}))
-                    await asyncio.sleep(max(0.0, next_at - time.monotonic()))
-                await asyncio.sleep(0.5)
-                task.cancel()
+                seq = await drive_seat(ws, token, rate, clock, stats, rng, seq, on_ack)
                 if time.monotonic() >= clock.end:
                     return
         except (OSError, websockets.exceptions.WebSocketException, TimeoutError):
