@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -371,13 +371,12 @@ class Table:
         """Each viewer's ``update`` at ``version`` (seats with a connection, and ``None`` for the spectators,
         who all get the same text), encoded once per viewer."""
         texts: dict[int | None, str] = {}
-        acting = () if state.is_over or self.status != "playing" else state.to_act()
+        acting = self.acting()
         encode = messages.encode
         for viewer in self._viewers():
             texts[viewer] = encode({
                 "type": "update", "v": version, "events": state.events_for(events, viewer),
-                "view": state.view(viewer),
-                "legal": state.legal_actions(viewer) if viewer is not None and viewer in acting else [],
+                "view": state.view(viewer), "legal": self.legal_for(viewer, acting),
             })
         return texts
 
@@ -414,14 +413,21 @@ class Table:
             for peer in peers:
                 peer.send(text)
 
-    def legal_for(self, seat: int | None) -> list[Action]:
-        """``seat``'s legal actions now: empty for a spectator, between hands and for a seat that may not act."""
+    def acting(self) -> Collection[int]:
+        """The seats that may act now: none before the start, between hands, after the end."""
         state = self.state
-        if seat is None or state is None or state.is_over or self.status != "playing":
+        if state is None or state.is_over or self.status != "playing":
+            return ()
+        return state.to_act()
+
+    def legal_for(self, seat: int | None, acting: Collection[int] | None = None) -> list[Action]:
+        """``seat``'s legal actions now: empty for a spectator, between hands and for a seat that may not act.
+        ``acting`` is :meth:`acting` when the caller already has it (one update, many viewers)."""
+        if seat is None or self.state is None:
             return []
-        if seat not in state.to_act():
+        if seat not in (self.acting() if acting is None else acting):
             return []
-        return state.legal_actions(seat)
+        return self.state.legal_actions(seat)
 
     def all_peers(self) -> list[Peer]:
         """Every connection at the table, seated or watching."""
