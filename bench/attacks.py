@@ -48,7 +48,7 @@ from typing import Any
 import httpx
 import websockets
 
-from machine import HOST, cpu_seconds, free_port, rss_mb
+from machine import HOST, cpu_seconds, free_port, rss_mb, stop
 
 
 def address(group: int, index: int) -> str:
@@ -538,14 +538,8 @@ async def run(args: argparse.Namespace) -> int:
             failures += [f"{name}: {f}" for f in outcome.failures]
     finally:
         if timer is not None:
-            timer.terminate()
-            timer.wait(10)
-        server.terminate()
-        try:
-            server.wait(15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+            stop(timer, 10)
+        stop(server)
         with open(log_path, "rb") as f:
             total = f.read().count(b"Traceback")
         print(f"\nserver log ({log_path}): {total} tracebacks in all")

@@ -1,4 +1,5 @@
-"""What the server benchmarks read of this machine: free loopback ports and a process's memory and CPU time.
+"""What the server benchmarks read of this machine: free loopback ports, a process's memory and CPU time, and
+stopping the processes they start.
 
 Linux only (``/proc``); the benchmarks that import it (``server_load.py``, ``soak.py``, ``attacks.py``) run
 servers on loopback and read their figures from here.
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+from typing import Any
 
 HOST = "127.0.0.1"
 
@@ -37,3 +40,22 @@ def cpu_seconds(pid: int) -> float:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return 0.0
+
+
+def stop(proc: subprocess.Popen[Any], timeout_s: float = 15.0) -> str:
+    """Stop ``proc``: SIGTERM, then SIGKILL if it has not exited within ``timeout_s`` seconds. A piped stderr is
+    read while it exits (so that a full pipe never holds it up) and returned as text; ``""`` when stderr is not
+    piped (a piped stdout is left to whoever reads it)."""
+    proc.terminate()
+    try:
+        if proc.stderr is None:
+            proc.wait(timeout_s)
+            return ""
+        _, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        if proc.stderr is None:
+            proc.wait()
+            return ""
+        _, err = proc.communicate()
+    return err.decode(errors="replace") if isinstance(err, bytes) else err or ""

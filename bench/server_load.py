@@ -52,7 +52,7 @@ import httpx
 import msgspec
 import websockets
 
-from machine import cpu_seconds, free_port
+from machine import cpu_seconds, free_port, stop
 
 ECHO_SERVER = """
 import asyncio, sys, websockets
@@ -313,11 +313,7 @@ async def run(args: argparse.Namespace) -> None:
               f"target p99 < 25 ms: {'met' if server_figures['p99'] < 25 else 'NOT met'}")
     finally:
         for proc in (server, echo):
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop(proc, 10)
 
 
 BENCH_ENV = {
@@ -515,11 +511,7 @@ async def run_config(name: str, args: argparse.Namespace, db: str, redis: str | 
         return figures
     finally:
         for server in servers:
-            server.terminate()
-            try:
-                server.wait(20)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            stop(server, 20)
 
 
 async def run_processes(args: argparse.Namespace, db: str, redis: str) -> None:

@@ -35,7 +35,7 @@ import httpx
 import msgspec
 import websockets
 
-from machine import free_port, rss_mb
+from machine import free_port, rss_mb, stop
 
 
 class Incoming(msgspec.Struct):
@@ -287,13 +287,7 @@ async def run(args: argparse.Namespace) -> int:
             if soak.opened < tables_n:
                 failures.append(f"only {soak.opened} of {tables_n} tables opened")
     finally:
-        server.terminate()
-        try:
-            _, err = server.communicate(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            _, err = server.communicate()
-        log = err.decode(errors="replace")
+        log = stop(server)
         tracebacks = log.count("Traceback")
         print(f"server log: {tracebacks} tracebacks")
         if tracebacks:
