@@ -190,3 +190,33 @@ async def test_actions_waiting_together_share_one_commit(store: Store) -> None:
     assert await bad == (False, "cannot 'jump' here")
     assert table.version == 20
     await table.stop()
+
+
+async def test_the_clock_is_set_for_its_due_time_and_warns_ten_seconds_before(store: Store) -> None:
+    # a stall guard 15 s after the last play: its timer is due in 15 s and the warning in 5 s, from the hand's
+    # clock as it is now (read from the timers themselves, not by waiting)
+    table = await playing_table(store)
+
+    async def start() -> None:
+        table.row.status = "playing"
+        await table._start_hand()
+
+    await table.submit_call(start)
+    await asyncio.sleep(0.2)  # the hand's clock has moved on: a timer must count from now, not from 0
+    hand = table.state
+    assert isinstance(hand, FakeHand)
+    hand.clock_action = lambda: (hand.last + 15_000, {"type": "rotate"})  # type: ignore[method-assign]
+    table._clock_key = None
+    table._schedule_clock()
+    loop = asyncio.get_running_loop()
+    now_ms = table.now_ms()
+    due_s, warn_s = (handle.when() - loop.time() for handle in table._clock_handles)
+    assert now_ms >= 200
+    assert abs(due_s - (15_000 - now_ms) / 1000.0) < 0.05, due_s
+    assert abs(warn_s - (5_000 - now_ms) / 1000.0) < 0.05, warn_s
+    soon = table.now_ms() + 300  # a timer due in less than a second (as Nerts' in-flight end) is not held back
+    hand.clock_action = lambda: (soon, {"type": "end_hand"})  # type: ignore[method-assign]
+    table._schedule_clock()
+    (handle,) = table._clock_handles
+    assert abs(handle.when() - loop.time() - (soon - table.now_ms()) / 1000.0) < 0.05
+    await table.stop()

@@ -921,7 +921,8 @@ async def test_stopping_answers_what_was_queued_and_refuses_what_comes_after(sto
     later = table.submit_call(fine)  # answered at once, never left waiting
     refused = later.exception() if later.done() else None
     assert isinstance(refused, TableError)
-    assert (refused.status, str(refused), refused.params) == (503, "the table stopped here: try again", {"status": 503})
+    assert (refused.status, refused.code, str(refused), refused.params) == (
+        503, "http.error", "the table stopped here: try again", {"status": 503})
     running = await live_table(store, "t2")
     running.start_owner()
     await running.stop()
