@@ -384,10 +384,14 @@ class NertsState:
         self._rotated = False
         self._moved_since_rotate = False
         self._actions = 0
-        # caches, rebuilt when dirty: per layout its view and its moves that involve no foundation (_touch), per
-        # foundation its view, and the view every seat shares until the next applied action
+        # caches, rebuilt when dirty: per layout its view, its moves that involve no foundation and its last legal
+        # list (_touch), per foundation its view, and the view every seat shares until the next applied action
         self._layout_views: list[dict[str, Any] | None] = [None] * n_layouts
         self._layout_moves: list[list[Action] | None] = [None] * n_layouts
+        # per layout its last legal list, good while no foundation changed, the same ones are in the tie window and
+        # Nerts is still uncalled: (foundation version, ids in the window, uncalled)
+        self._legal: list[tuple[tuple[int, tuple[int, ...], bool], list[Action]] | None] = [None] * n_layouts
+        self._found_version = 0  # foundation plays so far
         self._found_views: list[dict[str, Any]] = []
         self._view: dict[str, Any] | None = None
         self._recent: dict[int, _Foundation] = {}  # foundations by id, the one played on last at the end
@@ -459,6 +463,7 @@ class NertsState:
         """``layout`` changed: its cached view and moves are rebuilt when next asked for."""
         self._layout_views[layout.pack] = None
         self._layout_moves[layout.pack] = None
+        self._legal[layout.pack] = None
 
     def _touch_all(self) -> None:
         for layout in self._layouts:
@@ -522,8 +527,9 @@ class NertsState:
 
         ``ms`` (default: the last applied time) decides the tie window and the in-flight window. Omitted although
         legal (``apply`` accepts them): moving a whole work pile onto an empty work pile (it changes nothing).
-        Empty once the hand is over or for an unknown seat. The moves within a layout are kept between calls
-        until that layout changes, so actions may be shared with earlier lists: treat them as read-only.
+        Empty once the hand is over or for an unknown seat. A layout's list is kept until that layout, a foundation
+        or the foundations in the tie window change (its moves within the layout until the layout changes), so
+        actions may be shared with earlier lists: treat them as read-only.
         """
         if self._ended is not None or not isinstance(seat, int) or not 0 <= seat < self.players:
             return []
@@ -531,8 +537,12 @@ class NertsState:
         if self._called is not None and now > self._called_ms + self.options.in_flight_ms:
             return []
         layout = self._seat_layout[seat]
-        out: list[Action] = []
         ties = self._ties(now)
+        key = (self._found_version, tuple(f.fid for f in ties), self._called is None)
+        kept = self._legal[layout.pack]
+        if kept is not None and kept[0] == key:
+            return list(kept[1])
+        out: list[Action] = []
         if layout.nerts:
             self._foundation_moves("nerts", layout.nerts[-1], now, ties, out)
         if layout.waste:
@@ -546,7 +556,8 @@ class NertsState:
         out.extend(moves)
         if not layout.nerts and self._called is None:
             out.append({"type": "nerts"})
-        return out
+        self._legal[layout.pack] = (key, out)
+        return list(out)
 
     def _moves_within(self, layout: _Layout) -> list[Action]:
         """``layout``'s legal actions that involve no foundation and not the Nerts call, in ``legal_actions``
@@ -957,6 +968,7 @@ class NertsState:
                 )
         # mutate
         pile.pop()
+        self._found_version += 1
         if found is None:
             found = _Foundation(len(self._foundations), suit)
             self._foundations.append(found)
