@@ -538,7 +538,7 @@ class NertsState:
             return []
         layout = self._seat_layout[seat]
         ties = self._ties(now)
-        key = (self._found_version, tuple(f.fid for f in ties), self._called is None)
+        key = (self._found_version, tuple([f.fid for f in ties]) if ties else (), self._called is None)
         kept = self._legal[layout.pack]
         if kept is not None and kept[0] == key:
             return list(kept[1])
@@ -645,7 +645,7 @@ class NertsState:
         return events
 
     def _apply(self, seat: int | None, action: Mapping[str, Any], ms: int) -> list[Event]:
-        if not isinstance(action, Mapping):
+        if type(action) is not dict and not isinstance(action, Mapping):  # a dict first: the ABC check is slow
             raise IllegalAction("an action is an object with a 'type'", code="action.malformed")
         kind = action.get("type")
         if not isinstance(ms, int) or isinstance(ms, bool) or ms < 0:
