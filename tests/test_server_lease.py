@@ -8,9 +8,12 @@ import asyncio
 
 import pytest
 from redis.asyncio import Redis
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
 
 from cardtable.server.lease import Leases
 from cardtable.server.store import Fenced, SeatRow, Store, TableRow
+from services import Postgres, new_database
 
 
 def test_one_holder_at_a_time_and_only_it_renews_or_releases(redis_url: str) -> None:
@@ -70,3 +73,76 @@ def test_a_stale_owner_stores_nothing(db_url: str) -> None:
             await new.close()
 
     asyncio.run(go())
+
+
+async def test_a_batch_with_one_stale_table_refuses_only_that_tables_writes(db_url: str) -> None:
+    old, new = await Store.open(db_url), await Store.open(db_url)
+    try:
+        for table_id in ("t1", "t2", "t3"):
+            if table_id != "t3":  # t3 is not fenced (as with one process)
+                old.fences[table_id] = 1
+            await old.insert_table(_row(table_id))
+            await old.insert_hand(table_id, 0, {"cards": []})
+        assert await new.take("t1", 1) == 2
+        before = old.commits
+        writes = [  # queued together: one group commit
+            old.insert_actions("t1", 0, [(0, 0, 10, {"type": "flip"})]),
+            old.insert_actions("t2", 0, [(0, 1, 11, {"type": "flip"}), (1, 0, 12, {"type": "stuck"})]),
+            old.update_seat("t1", SeatRow(seat=0, kind="person", name="ana", token_hash="h")),
+            old.update_seat("t2", SeatRow(seat=1, kind="person", name="bo", token_hash="h2")),
+            old.insert_actions("t3", 0, [(0, 0, 13, {"type": "flip"})]),
+            old.update_status("t1", "finished", finished="2026-11-24T00:00:00Z"),
+            old.insert_hand("t1", 1, {"cards": [1]}),
+        ]
+        results = await asyncio.gather(*writes, return_exceptions=True)
+        assert old.commits - before == 1
+        refused = [i for i, r in enumerate(results) if isinstance(r, Fenced)]
+        assert refused == [0, 2, 5, 6]
+        assert all(r is None for i, r in enumerate(results) if i not in refused)
+        assert all((r.table_id, r.epoch) == ("t1", 1) for r in results if isinstance(r, Fenced))
+        rows = {row.id: row for row in await new.load_tables(with_hands=True)}
+        t1, t2, t3 = rows["t1"], rows["t2"], rows["t3"]
+        assert (t1.status, len(t1.hands), t1.hands[0].actions, t1.seats[0].kind) == ("playing", 1, [], "bot")
+        assert t2.hands[0].actions == [(1, 11, {"type": "flip"}), (0, 12, {"type": "stuck"})]
+        assert t2.seats[1] == SeatRow(seat=1, kind="person", name="bo", token_hash="h2")
+        assert t3.hands[0].actions == [(0, 13, {"type": "flip"})]
+        # the stale owner's next batch is refused again, the new owner's stored
+        new.fences["t1"] = 2
+        stale = old.insert_actions("t1", 0, [(0, 0, 14, {"type": "flip"})])
+        fresh = new.insert_actions("t1", 0, [(0, 1, 15, {"type": "flip"})])
+        with pytest.raises(Fenced):
+            await stale
+        await fresh
+        (t1,) = await new.load_tables(table_id="t1", with_hands=True)
+        assert t1.hands[0].actions == [(1, 15, {"type": "flip"})]
+    finally:
+        await old.close()
+        await new.close()
+
+
+async def test_a_take_waits_for_the_old_owners_transaction_in_flight(postgres: Postgres) -> None:
+    url = new_database(postgres)
+    old, new = await Store.open(url), await Store.open(url)
+    try:
+        old.fences["t1"] = 1
+        await old.insert_table(_row("t1"))
+        await old.insert_hand("t1", 0, {"cards": []})
+        fenced = asyncio.Event()
+        order: list[str] = []
+
+        def slow(conn: Connection) -> None:  # runs after the batch's fence: the row is locked
+            fenced.set()
+            conn.execute(text("SELECT pg_sleep(0.3)"))
+
+        action = old.insert_actions("t1", 0, [(0, 0, 10, {"type": "flip"})])
+        old.write(slow).add_done_callback(lambda _: order.append("old committed"))
+        await fenced.wait()
+        assert await new.take("t1", 1) == 2
+        order.append("taken")
+        await action
+        assert order == ["old committed", "taken"]
+        (t1,) = await new.load_tables(table_id="t1", with_hands=True)
+        assert t1.hands[0].actions == [(0, 10, {"type": "flip"})]
+    finally:
+        await old.close()
+        await new.close()

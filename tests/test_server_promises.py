@@ -53,9 +53,9 @@ async def test_an_action_is_acknowledged_only_once_stored(store: Store, monkeypa
         table, _ = await two_person_nerts(manager)
         slow_commit = store._commit
 
-        async def commit_later(batch: Any) -> None:
+        async def commit_later(batch: Any) -> Any:
             await asyncio.sleep(0.2)
-            await slow_commit(batch)
+            return await slow_commit(batch)
 
         monkeypatch.setattr(store, "_commit", commit_later)
         peer = Peer()

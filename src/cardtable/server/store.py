@@ -3,6 +3,11 @@
 Every write goes through one writer task that batches whatever is waiting into a single transaction (group
 commit), so a burst of actions from many tables costs one commit. :meth:`Store.write` returns once the
 transaction holding the write has committed: the server acknowledges an action only after that.
+
+A group commit costs a handful of statements whatever its size: one owner check (the fence) over every fenced
+table of the batch, the batch's other writes, and one insert for all its actions (on PostgreSQL one ``unnest``
+statement over arrays, elsewhere one executemany). A write whose table has a newer owner fails alone with
+:class:`Fenced`; the rest of the batch commits.
 """
 
 from __future__ import annotations
@@ -18,7 +23,21 @@ from typing import Any
 import msgspec
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import and_, bindparam, case, create_engine, event, make_url, or_, select, update
+from sqlalchemy import (
+    String,
+    and_,
+    any_,
+    bindparam,
+    case,
+    create_engine,
+    event,
+    make_url,
+    or_,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
@@ -138,10 +157,44 @@ def _run_migrations(connection: Connection) -> None:
     command.upgrade(config, "head")
 
 
-def _transaction(conn: Connection, fns: list[WriteFn]) -> None:
-    with conn.begin():
-        for fn in fns:
-            fn(conn)
+ActionParams = tuple[str, int, int, int | None, int, str, int | None]
+"""One stored action as the insert takes it: ``(table_id, hand, idx, seat, ms, action as JSON text, epoch)``."""
+
+_ACTION_COLUMNS = ("table_id", "hand", "idx", "seat", "ms", "action", "epoch")
+
+_INSERT_ACTIONS_UNNEST = text(
+    "INSERT INTO actions (table_id, hand, idx, seat, ms, action, epoch) "
+    "SELECT table_id, hand, idx, seat, ms, CAST(action AS JSON), epoch FROM unnest("
+    "CAST(:table_id AS VARCHAR[]), CAST(:hand AS INTEGER[]), CAST(:idx AS INTEGER[]), CAST(:seat AS INTEGER[]), "
+    "CAST(:ms AS BIGINT[]), CAST(:action AS TEXT[]), CAST(:epoch AS BIGINT[])"
+    ") AS rows (table_id, hand, idx, seat, ms, action, epoch)"
+)
+"""PostgreSQL: every action of a group commit in one statement, one array per column (the way to insert many
+rows at once that asyncpg's and PostgreSQL's documentation give: one statement to plan and run, not one per row)."""
+
+
+@dataclass(slots=True, eq=False)
+class _Write:
+    """One queued write: either ``fn`` or the action rows ``actions``; ``epoch`` is the owner epoch of
+    ``table_id`` it is fenced at (``None``: not fenced), taken when the write was queued."""
+
+    future: asyncio.Future[None]
+    fn: WriteFn | None = None
+    actions: list[ActionParams] | None = None
+    table_id: str | None = None
+    epoch: int | None = None
+
+
+def _settle(batch: list[_Write], refused: list[_Write]) -> None:
+    """After the commit of ``batch``: its writes refused by the fence fail with :class:`Fenced`, the rest are done."""
+    failed = set(refused)
+    for write in batch:
+        if write.future.done():
+            continue
+        if write in failed:
+            write.future.set_exception(Fenced(str(write.table_id), int(write.epoch or 0)))
+        else:
+            write.future.set_result(None)
 
 
 class Store:
@@ -149,14 +202,14 @@ class Store:
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
-        self._queue: asyncio.Queue[tuple[WriteFn, asyncio.Future[None]]] = asyncio.Queue()
+        self._queue: asyncio.Queue[_Write] = asyncio.Queue()
         self._writer: asyncio.Task[None] | None = None
         self._checkpointer: asyncio.Task[None] | None = None
         self._conn: AsyncConnection | None = None
         self._sync_engine: Engine | None = None
         self._sync_conn: Connection | None = None
         self._insert_actions_sql: str | None = None
-        self._fence_sql: tuple[str, list[str]] | None = None
+        self._postgresql = engine.dialect.name == "postgresql"
         self.fences: dict[str, int] = {}
         """Table id -> this process's owner epoch, for tables it owns when several processes serve: every write
         for such a table checks, in its transaction, that ``tables.epoch`` still holds it (else :class:`Fenced`)."""
@@ -183,13 +236,8 @@ class Store:
             await conn.run_sync(_run_migrations)
         store = cls(engine)
         compiled = schema.actions.insert().compile(dialect=engine.dialect)
-        if compiled.positiontup == ["table_id", "hand", "idx", "seat", "ms", "action", "epoch"]:
+        if compiled.positiontup == list(_ACTION_COLUMNS):
             store._insert_actions_sql = str(compiled)
-        t = schema.tables
-        fence = update(t).where(t.c.id == bindparam("table_id"), t.c.epoch == bindparam("epoch")).values(
-            epoch=bindparam("epoch")).compile(dialect=engine.dialect)
-        if fence.positiontup is not None:
-            store._fence_sql = (str(fence), list(fence.positiontup))
         if engine.dialect.name == "sqlite":
             sync_engine = create_engine(
                 make_url(url).set(drivername="sqlite"), json_serializer=_json_dumps,
@@ -249,9 +297,18 @@ class Store:
 
     def write(self, fn: WriteFn) -> asyncio.Future[None]:
         """Queue ``fn`` for the next group commit; the future resolves once it is committed (or fails)."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait((fn, future))
-        return future
+        return self._queue_write(_Write(asyncio.get_running_loop().create_future(), fn=fn))
+
+    def _queue_write(self, write: _Write) -> asyncio.Future[None]:
+        self._queue.put_nowait(write)
+        return write.future
+
+    def _fenced(self, table_id: str, fn: WriteFn) -> asyncio.Future[None]:
+        """Queue ``fn``, a write for ``table_id``: when this process owns the table among several (a fence in
+        :attr:`fences`), it is stored only if the table row still holds that epoch at the commit (else the future
+        fails with :class:`Fenced` and nothing of ``fn`` is stored)."""
+        return self._queue_write(_Write(asyncio.get_running_loop().create_future(), fn=fn, table_id=table_id,
+                                        epoch=self.fences.get(table_id)))
 
     async def _write_loop(self) -> None:
         while True:
@@ -259,62 +316,84 @@ class Store:
             while len(batch) < MAX_BATCH and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
             try:
-                await self._commit(batch)
+                refused = await self._commit(batch)
             except Exception:
                 log.exception("group commit of %d writes failed; retrying one by one", len(batch))
-                for item in batch:
+                for write in batch:
                     try:
-                        await self._commit([item])
+                        refused = await self._commit([write])
                     except Exception as error:
-                        if not item[1].done():
-                            item[1].set_exception(error)
+                        if not write.future.done():
+                            write.future.set_exception(error)
+                        continue
+                    _settle([write], refused)
                 continue
-            for _, future in batch:
-                if not future.done():
-                    future.set_result(None)
+            _settle(batch, refused)
 
-    async def _commit(self, batch: list[tuple[WriteFn, asyncio.Future[None]]]) -> None:
-        fns = [fn for fn, _ in batch]
+    async def _commit(self, batch: list[_Write]) -> list[_Write]:
+        """Run ``batch`` in one transaction; returns its writes refused by the fence (nothing of them stored).
+        Raises whatever the database raised (nothing of the batch stored)."""
         if self._sync_conn is not None:
-            _transaction(self._sync_conn, fns)
+            refused = self._transaction(self._sync_conn, batch)
         else:
             if self._conn is None:  # the last commit lost its connection (the database restarted): a new one
                 self._conn = await self.engine.connect()
             try:
-                await self._conn.run_sync(_transaction, fns)
+                refused = await self._conn.run_sync(self._transaction, batch)
             except Exception:
                 conn, self._conn = self._conn, None
                 with contextlib.suppress(Exception):
                     await conn.close()
                 raise
         self.commits += 1
-        if len(batch) == 1:
-            future = batch[0][1]
-            if not future.done():
-                future.set_result(None)
+        return refused
 
-    def _fenced(self, table_id: str, fn: WriteFn) -> WriteFn:
-        """``fn`` preceded, in the same transaction, by the owner check of ``table_id`` when it is fenced: the
-        table row must still hold this process's epoch (the update also locks the row until the commit, so a new
-        owner's :meth:`take` waits for it, and then sees everything it stored)."""
-        epoch = self.fences.get(table_id)
-        if epoch is None:
-            return fn
+    def _transaction(self, conn: Connection, batch: list[_Write]) -> list[_Write]:
+        """The group commit on the (synchronous) connection: the fence, then the writes in order, then every
+        action in one insert (last, so that a table created in the same batch exists first)."""
+        with conn.begin():
+            refused = self._fence(conn, batch)
+            skip = set(refused)
+            rows: list[ActionParams] = []
+            for write in batch:
+                if write in skip:
+                    continue
+                if write.fn is not None:
+                    write.fn(conn)
+                elif write.actions is not None:
+                    rows.extend(write.actions)
+            if rows:
+                self._insert_action_rows(conn, rows)
+        return refused
+
+    def _fence(self, conn: Connection, batch: list[_Write]) -> list[_Write]:
+        """The owner check of every fenced table of ``batch``, in one statement that also locks their rows until
+        the commit (so a new owner's :meth:`take` waits for this transaction, then sees all it stored): the
+        writes whose table row no longer holds their epoch (a newer owner took it, or it is gone)."""
+        ids = sorted({w.table_id for w in batch if w.epoch is not None and w.table_id is not None})
+        if not ids:
+            return []
         t = schema.tables
-        compiled = self._fence_sql
+        if self._postgresql:  # locked in id order: two owners' batches never wait on each other in a cycle
+            query = (select(t.c.id, t.c.epoch).where(t.c.id == any_(bindparam("ids", type_=ARRAY(String))))
+                     .order_by(t.c.id).with_for_update(key_share=True))
+            stored = {str(i): int(e) for i, e in conn.execute(query, {"ids": ids})}
+        else:  # SQLite: the update takes the database's write lock first, which is its only lock
+            query_u = (update(t).where(t.c.id.in_(bindparam("ids", expanding=True))).values(epoch=t.c.epoch)
+                       .returning(t.c.id, t.c.epoch))
+            stored = {str(i): int(e) for i, e in conn.execute(query_u, {"ids": ids})}
+        return [w for w in batch if w.epoch is not None and stored.get(str(w.table_id)) != w.epoch]
 
-        def fenced(conn: Connection) -> None:
-            if compiled is not None:  # the hot path (one per write): a statement compiled once, as insert_actions
-                sql, order = compiled
-                values = {"table_id": table_id, "epoch": epoch}
-                result = conn.exec_driver_sql(sql, tuple(values[name] for name in order))
-            else:
-                result = conn.execute(update(t).where(t.c.id == table_id, t.c.epoch == epoch).values(epoch=epoch))
-            if result.rowcount != 1:
-                raise Fenced(table_id, epoch)
-            fn(conn)
-
-        return fenced
+    def _insert_action_rows(self, conn: Connection, rows: list[ActionParams]) -> None:
+        if self._postgresql:
+            columns = list(zip(*rows, strict=True))
+            conn.execute(_INSERT_ACTIONS_UNNEST, dict(zip(_ACTION_COLUMNS, map(list, columns), strict=True)))
+        elif self._insert_actions_sql is not None:  # a statement compiled once, parameters in column order
+            conn.exec_driver_sql(self._insert_actions_sql, rows if len(rows) > 1 else rows[0])
+        else:
+            conn.execute(schema.actions.insert(), [
+                {**dict(zip(_ACTION_COLUMNS, row, strict=True)), "action": msgspec.json.decode(row[5])}
+                for row in rows])
 
     async def take(self, table_id: str, epoch: int) -> int | None:
         """Make this process the owner of ``table_id`` at the database: its ``tables.epoch`` becomes ``epoch``, or
@@ -370,7 +449,7 @@ class Store:
                         left=int(seat.left))
             )
 
-        return self.write(self._fenced(table_id, fn))
+        return self._fenced(table_id, fn)
 
     def update_status(
         self, table_id: str, status: str, *, finished: str | None = None, hands_played: int | None = None,
@@ -384,7 +463,7 @@ class Store:
                 values.update(finished=finished, hands=hands_played, totals=totals, winners=winners)
             conn.execute(update(schema.tables).where(schema.tables.c.id == table_id).values(**values))
 
-        return self.write(self._fenced(table_id, fn))
+        return self._fenced(table_id, fn)
 
     def insert_hand(self, table_id: str, hand: int, deal: dict[str, Any]) -> asyncio.Future[None]:
         """Store hand number ``hand`` (from 0) with its deal."""
@@ -392,28 +471,16 @@ class Store:
         def fn(conn: Connection) -> None:
             conn.execute(schema.hands.insert().values(table_id=table_id, hand=hand, deal=deal))
 
-        return self.write(self._fenced(table_id, fn))
+        return self._fenced(table_id, fn)
 
     def insert_actions(
         self, table_id: str, hand: int, rows: list[tuple[int, int | None, int, dict[str, Any]]]
     ) -> asyncio.Future[None]:
         """Append actions ``(index, seat, ms, action)`` to hand ``hand``."""
-
-        sql = self._insert_actions_sql
         epoch = self.fences.get(table_id)
-
-        def fn(conn: Connection) -> None:
-            if sql is not None:  # the hot path: a statement compiled once, parameters in column order
-                params = [(table_id, hand, i, s, ms, _json_dumps(a), epoch) for i, s, ms, a in rows]
-                conn.exec_driver_sql(sql, params if len(params) > 1 else params[0])
-                return
-            conn.execute(
-                schema.actions.insert(),
-                [{"table_id": table_id, "hand": hand, "idx": i, "seat": s, "ms": ms, "action": a, "epoch": epoch}
-                 for i, s, ms, a in rows],
-            )
-
-        return self.write(self._fenced(table_id, fn))
+        params = [(table_id, hand, i, s, ms, _json_dumps(a), epoch) for i, s, ms, a in rows]
+        return self._queue_write(_Write(asyncio.get_running_loop().create_future(), actions=params,
+                                        table_id=table_id, epoch=epoch))
 
     # -- reading ---------------------------------------------------------------------------------------
 
