@@ -38,21 +38,24 @@ import contextlib
 import json
 import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import msgspec
 import websockets
 
-from machine import cpu_seconds, free_port, stop
+from machine import cpu_seconds, free_port, parent_pid, stop
 
 ECHO_SERVER = """
 import asyncio, sys, websockets
@@ -67,22 +70,50 @@ asyncio.run(main())
 
 
 
-async def measure_cpu(pids: dict[str, int], clock: Clock, out: dict[str, float], profiling: bool = False) -> None:
+SERVICES = ("postgres", "redis")
+"""Names in :func:`measure_cpu`'s ``pids`` that are services of their own (PostgreSQL's postmaster: counted with its
+backends), not servers or clients."""
+
+
+async def measure_cpu(pids: dict[str, int], clock: Clock, out: dict[str, float], profiling: bool = False,
+                      sample: str | None = None) -> None:
     """Fill ``out`` with each process's CPU use (cores) over the measuring window; with ``profiling``, start the
-    servers' profilers (SIGUSR1, :func:`profiled`) when it opens and have them written (SIGUSR2) when it closes."""
+    servers' profilers (SIGUSR1, :func:`profiled`) when it opens and have them written (SIGUSR2) when it closes;
+    with ``sample`` (a file name prefix), sample each server's stacks on CPU with py-spy over the window
+    (``{sample}-{name}.txt``, collapsed stacks)."""
     await asyncio.sleep(max(0.0, clock.start - time.monotonic()))
+    samplers = [sample_stacks(pid, f"{sample}-{name}.txt", clock.end - clock.start)
+                for name, pid in pids.items() if sample and name.startswith("server")]
     if profiling:
         for name, pid in pids.items():
             if name.startswith("server"):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGUSR1)
-    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    before = {name: cpu_seconds(pid, children=name in SERVICES) for name, pid in pids.items()}
     await asyncio.sleep(max(0.0, clock.end - time.monotonic()))
     for name, pid in pids.items():
-        out[name] = (cpu_seconds(pid) - before[name]) / (clock.end - clock.start)
+        out[name] = (cpu_seconds(pid, children=name in SERVICES) - before[name]) / (clock.end - clock.start)
         if profiling and name.startswith("server"):
             with contextlib.suppress(ProcessLookupError):  # killed by the failover run
                 os.kill(pid, signal.SIGUSR2)
+    for sampler in samplers:  # each ends by itself after its duration, writing its file
+        try:
+            await asyncio.to_thread(sampler.wait, 30)
+        except subprocess.TimeoutExpired:
+            stop(sampler, 5)
+
+
+def sample_stacks(pid: int, out: str, seconds: float) -> subprocess.Popen[bytes]:
+    """Start py-spy sampling process ``pid``'s stacks while it holds the GIL (running Python, not waiting: 100 a
+    second, ``seconds`` long) into ``out`` (collapsed stacks: one line a stack, its count last). ``SystemExit`` when
+    py-spy is not installed."""
+    binary = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
+    if not os.path.exists(binary):
+        raise SystemExit("--sample needs py-spy (pip install py-spy)")
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    return subprocess.Popen([binary, "record", "--pid", str(pid), "--duration", str(int(seconds)), "--rate", "100",
+                             "--format", "raw", "--gil", "--nonblocking", "--output", out],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 
@@ -118,6 +149,7 @@ class Incoming(msgspec.Struct):
     seq: int | None = None
     legal: list[dict[str, Any]] | None = None
     v: int | None = None
+    code: str | None = None
 
 
 _decode = msgspec.json.Decoder(Incoming).decode
@@ -131,6 +163,8 @@ class Stats:
     rejects: list[float] = field(default_factory=list)
     errors: int = 0
     updates: int = 0
+    error_codes: Counter[str] = field(default_factory=Counter)
+    """The ``code`` of each ``error`` counted in :attr:`errors`."""
 
 
 def summary(name: str, stats: Stats, seconds: float) -> dict[str, float]:
@@ -145,7 +179,8 @@ def summary(name: str, stats: Stats, seconds: float) -> dict[str, float]:
         rej = sorted(stats.rejects)
         extra = f", rejects {len(rej)} (p99 {rej[min(len(rej) - 1, int(len(rej) * 0.99))]:.1f} ms)"
     print(f"{name}: {len(lat) / seconds:.0f} /s acknowledged, latency p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
-          f"max {lat[-1]:.1f} ms, mean {statistics.fmean(lat):.1f} ms{extra}, errors {stats.errors}, "
+          f"max {lat[-1]:.1f} ms, mean {statistics.fmean(lat):.1f} ms{extra}, errors {stats.errors}"
+          f"{' ' + str(dict(stats.error_codes)) if stats.error_codes else ''}, "
           f"updates received {stats.updates / seconds:.0f} /s")
     return {"p50": p50, "p99": p99}
 
@@ -190,6 +225,7 @@ async def drive_seat(ws: Any, token: str, rate: float, clock: Clock, stats: Stat
                     (stats.acks if kind == "ack" else stats.rejects).append((now - t0) * 1000.0)
             elif kind == "error" and clock.measuring(now):
                 stats.errors += 1
+                stats.error_codes[message.code or "?"] += 1
 
     async def reader() -> None:
         with contextlib.suppress(websockets.exceptions.WebSocketException):
@@ -347,14 +383,40 @@ def profiled(folder: str | None, name: str) -> list[str]:
     return ["-c", PROFILED, os.path.join(folder, f"{name}.prof")]
 
 
-def cpu_per_ack(server_cores: float, stats: Stats, seconds: float) -> str:
+def cpu_per_ack(server_cores: float, stats: Stats, seconds: float, services: float | None = None) -> str:
     """The main figure on a shared machine: the servers' CPU milliseconds per answered action (with the updates
-    each action sends), from their CPU use in cores over the window and the acks and rejects counted in it."""
+    each action sends), from their CPU use in cores over the window and the acks and rejects counted in it; with
+    ``services`` (the cores PostgreSQL and Redis used), also the whole service's (servers, database and Redis)."""
     answered = len(stats.acks) + len(stats.rejects)
     if not answered:
         return "server CPU per answered action: no answers"
-    return (f"server CPU per answered action: {server_cores * seconds * 1000.0 / answered:.3f} ms "
+    per = seconds * 1000.0 / answered
+    extra = "" if services is None else f"; with PostgreSQL and Redis {(server_cores + services) * per:.3f} ms"
+    return (f"server CPU per answered action: {server_cores * per:.3f} ms{extra} "
             f"({answered / seconds:.0f} acks+rejects/s, {stats.updates / answered:.1f} updates received each)")
+
+
+async def service_pids(db: str, redis: str | None) -> dict[str, int]:
+    """The processes of the PostgreSQL (its postmaster) and Redis at ``db`` and ``redis`` when they run on this
+    machine (their CPU use is measured too); none for SQLite or a service elsewhere."""
+    from redis.asyncio import Redis
+    from sqlalchemy import make_url, text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    pids: dict[str, int] = {}
+    local = ("127.0.0.1", "localhost", "::1", None)
+    if db.startswith("postgresql") and make_url(db).host in local:
+        engine = create_async_engine(db)
+        async with engine.connect() as conn:  # the parent of this backend, read while the backend runs
+            postmaster = parent_pid(int((await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one()))
+        await engine.dispose()
+        if postmaster is not None:
+            pids["postgres"] = postmaster
+    if redis and urlsplit(redis).hostname in local:
+        client = Redis.from_url(redis)
+        pids["redis"] = int((await client.info("server"))["process_id"])
+        await client.aclose()
+    return pids
 
 
 def start_server(port: int, db: str, redis: str | None, profile: str | None = None,
@@ -468,7 +530,8 @@ async def run_config(name: str, args: argparse.Namespace, db: str, redis: str | 
         acked: dict[str, Ack] = {}
         clock = Clock(args.warmup + 2.0, duration)
         cpu: dict[str, float] = {}
-        pids = {f"server{i + 1}": server.pid for i, server in enumerate(servers)} | {"clients": os.getpid()}
+        pids = ({f"server{i + 1}": server.pid for i, server in enumerate(servers)} | {"clients": os.getpid()}
+                | await service_pids(db, redis))
         k = 0
         clients = []
         killed: dict[str, Any] = {}
@@ -486,13 +549,16 @@ async def run_config(name: str, args: argparse.Namespace, db: str, redis: str | 
             victim.kill()
 
         extra = [kill_one()] if failover else []
-        await asyncio.gather(measure_cpu(pids, clock, cpu, bool(args.profile)), *clients, *extra)
+        sample = os.path.join(args.sample, f"{tag}-{processes}") if args.sample else None
+        await asyncio.gather(measure_cpu(pids, clock, cpu, bool(args.profile), sample), *clients, *extra)
         both = Stats(acks=direct.acks + relayed.acks, rejects=direct.rejects + relayed.rejects,
-                     errors=direct.errors + relayed.errors, updates=direct.updates + relayed.updates)
+                     errors=direct.errors + relayed.errors, updates=direct.updates + relayed.updates,
+                     error_codes=direct.error_codes + relayed.error_codes)
         figures = summary(name, both, duration)
         print("CPU over the window: " + ", ".join(f"{n} {c:.2f} cores" for n, c in cpu.items())
               + f" (of {os.cpu_count()}); load average {os.getloadavg()[0]:.1f}")
-        print(cpu_per_ack(sum(c for n, c in cpu.items() if n.startswith("server")), both, duration))
+        services = sum(c for n, c in cpu.items() if n in SERVICES) if any(n in cpu for n in SERVICES) else None
+        print(cpu_per_ack(sum(c for n, c in cpu.items() if n.startswith("server")), both, duration, services))
         if processes > 1 and direct.acks and relayed.acks:
             d = summary("   direct connections", direct, duration)
             r = summary("   relayed connections", relayed, duration)
@@ -558,6 +624,9 @@ def main() -> None:
     parser.add_argument("--failover", action="store_true", help="with --processes: also SIGKILL one mid-run")
     parser.add_argument("--profile", default=None, metavar="FOLDER",
                         help="run each server under cProfile, writing FOLDER/NAME.prof (read with pstats)")
+    parser.add_argument("--sample", default=None, metavar="FOLDER",
+                        help="with --processes: sample each server's stacks on CPU with py-spy over the window, "
+                             "writing FOLDER/NAME-serverN.txt (collapsed stacks)")
     parser.add_argument("--only", choices=["sqlite", "pg", "cluster"], default=None,
                         help="with --processes: run only this configuration")
     args = parser.parse_args()

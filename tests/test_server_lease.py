@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 from redis.asyncio import Redis
-from sqlalchemy import text
+from sqlalchemy import select, text
 from sqlalchemy.engine import Connection
 
 from cardtable.server.lease import Leases
@@ -143,6 +143,62 @@ async def test_a_take_waits_for_the_old_owners_transaction_in_flight(postgres: P
         assert order == ["old committed", "taken"]
         (t1,) = await new.load_tables(table_id="t1", with_hands=True)
         assert t1.hands[0].actions == [(0, 10, {"type": "flip"})]
+    finally:
+        await old.close()
+        await new.close()
+
+
+async def test_a_batch_of_actions_only_refuses_only_the_stale_tables_actions(db_url: str) -> None:
+    old, new = await Store.open(db_url), await Store.open(db_url)
+    try:
+        for table_id in ("t1", "t2", "t3"):
+            if table_id != "t3":
+                old.fences[table_id] = 1
+            await old.insert_table(_row(table_id))
+        assert await new.take("t1", 1) == 2
+        before = old.commits
+        writes = [old.insert_actions("t2", 0, [(0, 0, 10, {"type": "flip"})]),
+                  old.insert_actions("t1", 0, [(0, 0, 11, {"type": "flip"}), (1, 1, 12, {"type": "flip"})]),
+                  old.insert_actions("t3", 0, [(0, 1, 13, {"type": "stuck"})]),
+                  old.insert_actions("t2", 0, [(1, 1, 14, {"type": "flip"})])]
+        results = await asyncio.gather(*writes, return_exceptions=True)
+        assert old.commits - before == 1
+        assert results[0] is None and results[2] is None and results[3] is None
+        assert isinstance(results[1], Fenced) and (results[1].table_id, results[1].epoch) == ("t1", 1)
+        assert await _actions(new, "t1") == []
+        assert await _actions(new, "t2") == [(0, 0, 10, 1), (0, 1, 14, 1)]
+        assert await _actions(new, "t3") == [(0, 1, 13, None)]  # not fenced: no epoch
+    finally:
+        await old.close()
+        await new.close()
+
+
+async def _actions(store: Store, table_id: str) -> list[tuple[int, int | None, int, int | None]]:
+    """``(hand, seat, ms, epoch)`` of the stored actions of ``table_id`` (no hand row needed), in order."""
+    from cardtable.server import schema
+
+    a = schema.actions
+    async with store.engine.connect() as conn:
+        rows = (await conn.execute(select(a.c.hand, a.c.seat, a.c.ms, a.c.epoch).where(a.c.table_id == table_id)
+                                   .order_by(a.c.hand, a.c.idx))).all()
+    return [tuple(row) for row in rows]  # type: ignore[misc]
+
+
+async def test_actions_wait_for_a_take_in_flight_and_are_refused_after_it(postgres: Postgres) -> None:
+    url = new_database(postgres)
+    old, new = await Store.open(url), await Store.open(url)
+    try:
+        old.fences["t1"] = 1
+        await old.insert_table(_row("t1"))
+        async with new.engine.connect() as conn:  # a take, its transaction held open
+            await conn.execute(text("UPDATE tables SET epoch = 2 WHERE id = 't1'"))
+            stale = old.insert_actions("t1", 0, [(0, 0, 10, {"type": "flip"})])
+            await asyncio.sleep(0.3)
+            assert not stale.done()  # waiting for the row lock
+            await conn.commit()
+        with pytest.raises(Fenced):
+            await stale
+        assert await _actions(new, "t1") == []
     finally:
         await old.close()
         await new.close()

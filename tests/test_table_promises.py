@@ -673,14 +673,17 @@ async def test_legal_actions_only_for_a_seat_that_may_act_in_play(store: Store) 
 async def test_close_stops_the_writer_and_closes_its_connections(url: str) -> None:
     store = await Store.open(url)
     await store.insert_table(table_row("t1"))
-    writer, checkpointer, sync_conn, conn = store._writer, store._checkpointer, store._sync_conn, store._conn
+    await store.insert_actions("t1", 0, [(0, 0, 10, {"type": "flip"})])
+    writer, checkpointer, sync_conn = store._writer, store._checkpointer, store._sync_conn
+    conn, auto = store._conn, store._auto
     await store.close()
     assert writer is not None and writer.done()
     if url.startswith("sqlite"):  # its writer's own connection, and the checkpointer's task
         assert checkpointer is not None and checkpointer.done()
         assert sync_conn is not None and sync_conn.closed
-    else:  # the writer's connection through the async engine
+    else:  # the writer's connections through the async engine (a batch of actions only: the autocommit one)
         assert checkpointer is None and conn is not None and conn.closed
+        assert auto is not None and auto.closed
 
 
 # -- found by the second mutation run: the fence, the table's shape, coalesced table messages, a broken or

@@ -23,21 +23,7 @@ from typing import Any
 import msgspec
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import (
-    String,
-    and_,
-    any_,
-    bindparam,
-    case,
-    create_engine,
-    event,
-    make_url,
-    or_,
-    select,
-    text,
-    update,
-)
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import and_, case, create_engine, event, make_url, or_, select, text, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
@@ -162,15 +148,31 @@ ActionParams = tuple[str, int, int, int | None, int, str, int | None]
 
 _ACTION_COLUMNS = ("table_id", "hand", "idx", "seat", "ms", "action", "epoch")
 
-_INSERT_ACTIONS_UNNEST = text(
-    "INSERT INTO actions (table_id, hand, idx, seat, ms, action, epoch) "
-    "SELECT table_id, hand, idx, seat, ms, CAST(action AS JSON), epoch FROM unnest("
-    "CAST(:table_id AS VARCHAR[]), CAST(:hand AS INTEGER[]), CAST(:idx AS INTEGER[]), CAST(:seat AS INTEGER[]), "
-    "CAST(:ms AS BIGINT[]), CAST(:action AS TEXT[]), CAST(:epoch AS BIGINT[])"
-    ") AS rows (table_id, hand, idx, seat, ms, action, epoch)"
+_PG_ROWS = (
+    "unnest(CAST(:table_id AS VARCHAR[]), CAST(:hand AS INTEGER[]), CAST(:idx AS INTEGER[]), "
+    "CAST(:seat AS INTEGER[]), CAST(:ms AS BIGINT[]), CAST(:action AS TEXT[]), CAST(:epoch AS BIGINT[])) "
+    "AS r (table_id, hand, idx, seat, ms, action, epoch)"
 )
-"""PostgreSQL: every action of a group commit in one statement, one array per column (the way to insert many
-rows at once that asyncpg's and PostgreSQL's documentation give: one statement to plan and run, not one per row)."""
+_PG_INSERT = ("INSERT INTO actions (table_id, hand, idx, seat, ms, action, epoch) "
+              f"SELECT r.table_id, r.hand, r.idx, r.seat, r.ms, CAST(r.action AS JSON), r.epoch FROM {_PG_ROWS}")
+_PG_FENCE = "SELECT id, epoch FROM tables WHERE id = ANY(CAST(:ids AS VARCHAR[])) ORDER BY id FOR NO KEY UPDATE"
+
+PG_FENCE = text(_PG_FENCE)
+"""PostgreSQL: the owner check of a group commit: the stored epoch of each table in ``ids``, their rows locked
+until the commit (``FOR NO KEY UPDATE``, the lock an ``UPDATE`` of the row takes, without writing a new row
+version), in id order, so that two owners' batches never wait on each other in a cycle."""
+
+PG_INSERT_ACTIONS = text(_PG_INSERT)
+"""PostgreSQL: every action of a group commit in one statement, one array per column (``unnest``): one statement
+to plan and run, not one per row."""
+
+PG_INSERT_ACTIONS_FENCED = text(
+    f"WITH owned AS ({_PG_FENCE}), stored AS ({_PG_INSERT} WHERE r.epoch IS NULL OR EXISTS "
+    "(SELECT FROM owned WHERE owned.id = r.table_id AND owned.epoch = r.epoch)) SELECT id, epoch FROM owned"
+)
+"""PostgreSQL: a group commit of actions only, as one statement run on its own (its own transaction: one round
+trip): :data:`PG_FENCE` and :data:`PG_INSERT_ACTIONS` together, the rows of a table whose stored epoch is not
+theirs left out; returns the stored epochs as :data:`PG_FENCE` does."""
 
 
 @dataclass(slots=True, eq=False)
@@ -183,6 +185,16 @@ class _Write:
     actions: list[ActionParams] | None = None
     table_id: str | None = None
     epoch: int | None = None
+
+
+def _columns(rows: list[ActionParams]) -> dict[str, Any]:
+    """Action rows as one list per column (the arrays of :data:`PG_INSERT_ACTIONS`), by column name."""
+    return dict(zip(_ACTION_COLUMNS, map(list, zip(*rows, strict=True)), strict=True))
+
+
+def _refused(batch: list[_Write], stored: dict[str, int]) -> list[_Write]:
+    """The fenced writes of ``batch`` whose table's stored epoch (``stored``: table id -> epoch) is not theirs."""
+    return [w for w in batch if w.epoch is not None and stored.get(str(w.table_id)) != w.epoch]
 
 
 def _settle(batch: list[_Write], refused: list[_Write]) -> None:
@@ -206,10 +218,17 @@ class Store:
         self._writer: asyncio.Task[None] | None = None
         self._checkpointer: asyncio.Task[None] | None = None
         self._conn: AsyncConnection | None = None
+        """The writer's connection (not SQLite)."""
+        self._auto: AsyncConnection | None = None
+        """PostgreSQL through asyncpg: the writer's connection in autocommit, for a batch of actions only."""
+        self._driver: Any = None
+        """The asyncpg connection of :attr:`_auto`."""
+        self._compiled: dict[Any, tuple[str, tuple[str, ...]] | None] = {}
+        self._busy = False
         self._sync_engine: Engine | None = None
         self._sync_conn: Connection | None = None
-        self._insert_actions_sql: str | None = None
         self._postgresql = engine.dialect.name == "postgresql"
+        self._asyncpg = self._postgresql and engine.dialect.driver == "asyncpg"
         self.fences: dict[str, int] = {}
         """Table id -> this process's owner epoch, for tables it owns when several processes serve: every write
         for such a table checks, in its transaction, that ``tables.epoch`` still holds it (else :class:`Fenced`)."""
@@ -235,9 +254,6 @@ class Store:
                 await conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
             await conn.run_sync(_run_migrations)
         store = cls(engine)
-        compiled = schema.actions.insert().compile(dialect=engine.dialect)
-        if compiled.positiontup == list(_ACTION_COLUMNS):
-            store._insert_actions_sql = str(compiled)
         if engine.dialect.name == "sqlite":
             sync_engine = create_engine(
                 make_url(url).set(drivername="sqlite"), json_serializer=_json_dumps,
@@ -246,8 +262,6 @@ class Store:
             event.listen(sync_engine, "connect", _set_sqlite_pragmas)
             store._sync_engine = sync_engine
             store._sync_conn = sync_engine.connect()
-        else:
-            store._conn = await engine.connect()
         store._writer = asyncio.create_task(store._write_loop(), name="cardtable-store-writer")
         if engine.dialect.name == "sqlite":
             store._checkpointer = asyncio.create_task(store._checkpoint_loop(), name="cardtable-store-checkpoint")
@@ -278,15 +292,16 @@ class Store:
     async def close(self) -> None:
         """Finish the queued writes, stop the writer and dispose of the engine."""
         if self._writer is not None:
-            while not self._queue.empty():
+            while not self._queue.empty() or self._busy:
                 await asyncio.sleep(0.01)
         for task in (self._writer, self._checkpointer):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        if self._conn is not None:
-            await self._conn.close()
+        for conn in (self._conn, self._auto):
+            if conn is not None:
+                await conn.close()
         if self._sync_conn is not None:
             self._sync_conn.close()
         if self._sync_engine is not None:
@@ -315,38 +330,73 @@ class Store:
             batch = [await self._queue.get()]
             while len(batch) < MAX_BATCH and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
+            self._busy = True
             try:
-                refused = await self._commit(batch)
-            except Exception:
-                log.exception("group commit of %d writes failed; retrying one by one", len(batch))
-                for write in batch:
-                    try:
-                        refused = await self._commit([write])
-                    except Exception as error:
-                        if not write.future.done():
-                            write.future.set_exception(error)
-                        continue
-                    _settle([write], refused)
-                continue
-            _settle(batch, refused)
+                await self._commit_and_settle(batch)
+            finally:
+                self._busy = False
+
+    async def _commit_and_settle(self, batch: list[_Write]) -> None:
+        try:
+            refused = await self._commit(batch)
+        except Exception:
+            log.exception("group commit of %d writes failed; retrying one by one", len(batch))
+            for write in batch:
+                try:
+                    refused = await self._commit([write])
+                except Exception as error:
+                    if not write.future.done():
+                        write.future.set_exception(error)
+                    continue
+                _settle([write], refused)
+            return
+        _settle(batch, refused)
 
     async def _commit(self, batch: list[_Write]) -> list[_Write]:
         """Run ``batch`` in one transaction; returns its writes refused by the fence (nothing of them stored).
         Raises whatever the database raised (nothing of the batch stored)."""
         if self._sync_conn is not None:
             refused = self._transaction(self._sync_conn, batch)
+        elif self._asyncpg and all(w.actions is not None for w in batch):
+            refused = await self._actions_alone(batch)
         else:
-            if self._conn is None:  # the last commit lost its connection (the database restarted): a new one
+            if self._conn is None:  # the first commit, or the last lost its connection (the database restarted)
                 self._conn = await self.engine.connect()
             try:
                 refused = await self._conn.run_sync(self._transaction, batch)
             except Exception:
-                conn, self._conn = self._conn, None
-                with contextlib.suppress(Exception):
-                    await conn.close()
+                await self._discard("_conn")
                 raise
         self.commits += 1
         return refused
+
+    async def _discard(self, name: str) -> None:
+        """Close the writer's connection ``name`` (``_conn`` or ``_auto``) after a failure: the next commit opens
+        a new one (the database may have restarted)."""
+        conn = getattr(self, name)
+        setattr(self, name, None)
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.close()
+
+    async def _actions_alone(self, batch: list[_Write]) -> list[_Write]:
+        """PostgreSQL through asyncpg, a batch of actions only: :data:`PG_INSERT_ACTIONS_FENCED`, one statement
+        run on its own (its own transaction: one round trip), straight on the asyncpg connection of a connection
+        held in autocommit (SQLAlchemy's ``driver_connection``: no greenlet, no execution context per commit)."""
+        values = _columns([row for write in batch for row in write.actions or ()])
+        values["ids"] = sorted({w.table_id for w in batch if w.epoch is not None})
+        compiled = self._driver_sql(PG_INSERT_ACTIONS_FENCED)
+        assert compiled is not None  # asyncpg's parameters are positional ($1)
+        sql, names = compiled
+        try:
+            if self._auto is None:
+                self._auto = await (await self.engine.connect()).execution_options(isolation_level="AUTOCOMMIT")
+                self._driver = (await self._auto.get_raw_connection()).driver_connection
+            stored = {str(i): int(e) for i, e in await self._driver.fetch(sql, *(values[name] for name in names))}
+        except Exception:
+            await self._discard("_auto")
+            raise
+        return _refused(batch, stored)
 
     def _transaction(self, conn: Connection, batch: list[_Write]) -> list[_Write]:
         """The group commit on the (synchronous) connection: the fence, then the writes in order, then every
@@ -373,27 +423,41 @@ class Store:
         ids = sorted({w.table_id for w in batch if w.epoch is not None and w.table_id is not None})
         if not ids:
             return []
-        t = schema.tables
-        if self._postgresql:  # locked in id order: two owners' batches never wait on each other in a cycle
-            query = (select(t.c.id, t.c.epoch).where(t.c.id == any_(bindparam("ids", type_=ARRAY(String))))
-                     .order_by(t.c.id).with_for_update(key_share=True))
-            stored = {str(i): int(e) for i, e in conn.execute(query, {"ids": ids})}
+        if self._postgresql:
+            result = self._run(conn, PG_FENCE, {"ids": ids})
         else:  # SQLite: the update takes the database's write lock first, which is its only lock
-            query_u = (update(t).where(t.c.id.in_(bindparam("ids", expanding=True))).values(epoch=t.c.epoch)
-                       .returning(t.c.id, t.c.epoch))
-            stored = {str(i): int(e) for i, e in conn.execute(query_u, {"ids": ids})}
-        return [w for w in batch if w.epoch is not None and stored.get(str(w.table_id)) != w.epoch]
+            t = schema.tables
+            result = conn.execute(update(t).where(t.c.id.in_(ids)).values(epoch=t.c.epoch).returning(t.c.id, t.c.epoch))
+        return _refused(batch, {str(i): int(e) for i, e in result})
 
     def _insert_action_rows(self, conn: Connection, rows: list[ActionParams]) -> None:
         if self._postgresql:
-            columns = list(zip(*rows, strict=True))
-            conn.execute(_INSERT_ACTIONS_UNNEST, dict(zip(_ACTION_COLUMNS, map(list, columns), strict=True)))
-        elif self._insert_actions_sql is not None:  # a statement compiled once, parameters in column order
-            conn.exec_driver_sql(self._insert_actions_sql, rows if len(rows) > 1 else rows[0])
+            self._run(conn, PG_INSERT_ACTIONS, _columns(rows))
+            return
+        compiled = self._driver_sql(schema.actions.insert())
+        if compiled is not None and compiled[1] == _ACTION_COLUMNS:  # parameters in column order, as the rows
+            conn.exec_driver_sql(compiled[0], rows if len(rows) > 1 else rows[0])
         else:
             conn.execute(schema.actions.insert(), [
                 {**dict(zip(_ACTION_COLUMNS, row, strict=True)), "action": msgspec.json.decode(row[5])}
                 for row in rows])
+
+    def _driver_sql(self, statement: Any) -> tuple[str, tuple[str, ...]] | None:
+        """``statement`` compiled once for this database: its SQL and parameter names in order, for
+        ``exec_driver_sql`` (no compiling nor cache lookup per commit); ``None`` when the driver's parameters
+        are not positional."""
+        if statement not in self._compiled:
+            compiled = statement.compile(dialect=self.engine.dialect)
+            positions = compiled.positiontup
+            self._compiled[statement] = None if positions is None else (str(compiled), tuple(positions))
+        return self._compiled[statement]
+
+    def _run(self, conn: Connection, statement: Any, values: dict[str, Any]) -> Any:
+        """Run ``statement`` (a write path statement: no type processing) with ``values``; returns its result."""
+        compiled = self._driver_sql(statement)
+        if compiled is None:
+            return conn.execute(statement, values)
+        return conn.exec_driver_sql(compiled[0], tuple(values[name] for name in compiled[1]))
 
     async def take(self, table_id: str, epoch: int) -> int | None:
         """Make this process the owner of ``table_id`` at the database: its ``tables.epoch`` becomes ``epoch``, or
