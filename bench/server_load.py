@@ -396,6 +396,25 @@ def cpu_per_ack(server_cores: float, stats: Stats, seconds: float, services: flo
             f"({answered / seconds:.0f} acks+rejects/s, {stats.updates / answered:.1f} updates received each)")
 
 
+async def count_commits(db: str, clock: Clock, out: dict[str, float]) -> None:
+    """PostgreSQL: put in ``out["commits"]`` the transactions committed per second in ``db`` over the window (its
+    ``pg_stat_database.xact_commit``, which PostgreSQL updates about once a second: close enough over a window)."""
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    engine = create_async_engine(db)
+    query = text("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+    try:
+        counts = []
+        for at in (clock.start, clock.end):
+            await asyncio.sleep(max(0.0, at - time.monotonic()))
+            async with engine.connect() as conn:
+                counts.append(int((await conn.execute(query)).scalar_one()))
+        out["commits"] = (counts[1] - counts[0]) / (clock.end - clock.start)
+    finally:
+        await engine.dispose()
+
+
 async def service_pids(db: str, redis: str | None) -> dict[str, int]:
     """The processes of the PostgreSQL (its postmaster) and Redis at ``db`` and ``redis`` when they run on this
     machine (their CPU use is measured too); none for SQLite or a service elsewhere."""
@@ -550,6 +569,9 @@ async def run_config(name: str, args: argparse.Namespace, db: str, redis: str | 
 
         extra = [kill_one()] if failover else []
         sample = os.path.join(args.sample, f"{tag}-{processes}") if args.sample else None
+        commits: dict[str, float] = {}
+        if db.startswith("postgresql"):
+            extra.append(count_commits(db, clock, commits))
         await asyncio.gather(measure_cpu(pids, clock, cpu, bool(args.profile), sample), *clients, *extra)
         both = Stats(acks=direct.acks + relayed.acks, rejects=direct.rejects + relayed.rejects,
                      errors=direct.errors + relayed.errors, updates=direct.updates + relayed.updates,
@@ -559,6 +581,10 @@ async def run_config(name: str, args: argparse.Namespace, db: str, redis: str | 
               + f" (of {os.cpu_count()}); load average {os.getloadavg()[0]:.1f}")
         services = sum(c for n, c in cpu.items() if n in SERVICES) if any(n in cpu for n in SERVICES) else None
         print(cpu_per_ack(sum(c for n, c in cpu.items() if n.startswith("server")), both, duration, services))
+        if "commits" in commits:
+            answered = (len(both.acks) + len(both.rejects)) / duration
+            print(f"PostgreSQL: {commits['commits']:.0f} transactions/s committed "
+                  f"({answered / max(commits['commits'], 1e-9):.1f} answered actions each)")
         if processes > 1 and direct.acks and relayed.acks:
             d = summary("   direct connections", direct, duration)
             r = summary("   relayed connections", relayed, duration)
