@@ -439,12 +439,17 @@ async def service_pids(db: str, redis: str | None) -> dict[str, int]:
 
 
 def start_server(port: int, db: str, redis: str | None, profile: str | None = None,
-                 name: str = "server") -> subprocess.Popen[bytes]:
+                 name: str = "server", logs: str | None = None) -> subprocess.Popen[bytes]:
+    """Start one ``cardtable serve``; its output goes to ``logs/{name}.log`` with ``logs``, else nowhere."""
     args = [sys.executable, *profiled(profile, name), "cardtable", "serve", "--port", str(port), "--db", db]
     if redis:
         args += ["--redis", redis]
-    return subprocess.Popen(args, env=dict(os.environ, **BENCH_ENV), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    env = dict(os.environ, **BENCH_ENV)
+    if not logs:
+        return subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.makedirs(logs, exist_ok=True)
+    with open(os.path.join(logs, f"{name}.log"), "wb") as out:  # the child keeps its own copy
+        return subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
 async def empty_postgres(url: str) -> None:
@@ -530,10 +535,10 @@ async def run_config(name: str, args: argparse.Namespace, db: str, redis: str | 
     rng = random.Random(args.seed)
     ports = [free_port() for _ in range(processes)]
     tag = "failover" if failover else "sqlite" if db.startswith("sqlite") else "pg"
-    servers = [start_server(ports[0], db, redis, args.profile, f"{tag}-{processes}-server1")]
+    servers = [start_server(ports[0], db, redis, args.profile, f"{tag}-{processes}-server1", args.logs)]
     try:
         await wait_http(f"http://127.0.0.1:{ports[0]}/api/games", 120)  # the first applies the migrations
-        servers += [start_server(port, db, redis, args.profile, f"{tag}-{processes}-server{i + 2}")
+        servers += [start_server(port, db, redis, args.profile, f"{tag}-{processes}-server{i + 2}", args.logs)
                     for i, port in enumerate(ports[1:])]
         for port in ports[1:]:
             await wait_http(f"http://127.0.0.1:{port}/api/games", 120)
@@ -650,6 +655,8 @@ def main() -> None:
     parser.add_argument("--failover", action="store_true", help="with --processes: also SIGKILL one mid-run")
     parser.add_argument("--profile", default=None, metavar="FOLDER",
                         help="run each server under cProfile, writing FOLDER/NAME.prof (read with pstats)")
+    parser.add_argument("--logs", default=None, metavar="FOLDER",
+                        help="with --processes: write each server's output to FOLDER/NAME.log")
     parser.add_argument("--sample", default=None, metavar="FOLDER",
                         help="with --processes: sample each server's stacks on CPU with py-spy over the window, "
                              "writing FOLDER/NAME-serverN.txt (collapsed stacks)")

@@ -11,6 +11,7 @@ from redis.asyncio import Redis
 from sqlalchemy import select, text
 from sqlalchemy.engine import Connection
 
+from cardtable.server import lease as lease_module
 from cardtable.server.lease import Leases
 from cardtable.server.store import Fenced, SeatRow, Store, TableRow
 from services import Postgres, new_database
@@ -36,6 +37,28 @@ def test_one_holder_at_a_time_and_only_it_renews_or_releases(redis_url: str) -> 
             assert await second.owner("t") == ("p2", 7)
             assert await second.release("t", 7)
             assert await first.acquire("t") == 8
+        finally:
+            await redis.aclose()
+
+    asyncio.run(go())
+
+
+def test_many_leases_in_one_call_each(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lease_module, "CHUNK", 2)  # several chunks: the results still line up with the tables
+
+    async def go() -> None:
+        redis = Redis.from_url(redis_url)
+        try:
+            first, second = Leases(redis, "p1", 1000), Leases(redis, "p2", 1000)
+            assert await second.acquire("b") == 1
+            assert await first.acquire_many(["a", "b", "c", "d", "e"]) == {"a": 1, "c": 1, "d": 1, "e": 1}
+            assert await first.owner("b") == ("p2", 1)  # held: not taken, but its counter went up
+            assert await first.renew({"a": 1, "b": 2, "c": 1, "d": 9, "e": 1}) == {"b", "d"}
+            seen = await first.owners_and_ttls(["a", "b", "zz", "e", "c"])
+            assert [owner for owner, _ in seen] == [("p1", 1), ("p2", 1), None, ("p1", 1), ("p1", 1)]
+            assert all(500 < ttl <= 1000 for owner, ttl in seen if owner is not None) and seen[2][1] == -2
+            assert await second.acquire_many(["a", "zz"]) == {"zz": 1}
+            assert await first.acquire_many([]) == {} and await first.renew({}) == set()
         finally:
             await redis.aclose()
 
@@ -128,19 +151,21 @@ async def test_a_take_waits_for_the_old_owners_transaction_in_flight(postgres: P
         await old.insert_table(_row("t1"))
         await old.insert_hand("t1", 0, {"cards": []})
         fenced = asyncio.Event()
-        order: list[str] = []
 
         def slow(conn: Connection) -> None:  # runs after the batch's fence: the row is locked
             fenced.set()
-            conn.execute(text("SELECT pg_sleep(0.3)"))
+            conn.execute(text("SELECT pg_sleep(0.5)"))
 
         action = old.insert_actions("t1", 0, [(0, 0, 10, {"type": "flip"})])
-        old.write(slow).add_done_callback(lambda _: order.append("old committed"))
+        old.write(slow)
         await fenced.wait()
         assert await new.take("t1", 1) == 2
-        order.append("taken")
+        async with new.engine.connect() as conn:  # the take returned once the old transaction was over
+            sleeping = (await conn.execute(text(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' "
+                "AND query LIKE 'SELECT pg_sleep%'"))).scalar_one()
+        assert sleeping == 0
         await action
-        assert order == ["old committed", "taken"]
         (t1,) = await new.load_tables(table_id="t1", with_hands=True)
         assert t1.hands[0].actions == [(0, 10, {"type": "flip"})]
     finally:
@@ -202,3 +227,17 @@ async def test_actions_wait_for_a_take_in_flight_and_are_refused_after_it(postgr
     finally:
         await old.close()
         await new.close()
+
+
+async def test_taking_many_tables_raises_each_epoch_and_skips_those_not_live(db_url: str) -> None:
+    store = await Store.open(db_url)
+    try:
+        for table_id in ("t1", "t2", "t3"):
+            await store.insert_table(_row(table_id))
+        await store.update_status("t3", "finished", finished="2026-11-24T00:00:00Z")
+        assert await store.take("t2", 4) == 4
+        assert await store.take_many({"t1": 3, "t2": 4, "t3": 5, "unknown": 1}) == {"t1": 3, "t2": 5}
+        assert await store.take_many({}) == {}
+        assert [row.id for row in await store.load_tables(table_ids=["t3", "t1", "zz"])] == ["t1", "t3"]
+    finally:
+        await store.close()

@@ -464,14 +464,24 @@ class Store:
         one more than the stored one if that is already as high (Redis may have restarted and counted again).
         Returns the epoch now stored, or ``None`` when the table is unknown or no longer open or in play. From then
         on the previous owner's writes are refused (:class:`Fenced`)."""
+        return (await self.take_many({table_id: epoch})).get(table_id)
+
+    async def take_many(self, epochs: dict[str, int]) -> dict[str, int]:
+        """:meth:`take` of every table in ``epochs`` (table id -> epoch) in one transaction, the rows in id order
+        (as the writer's fence locks them, so the two never wait on each other in a cycle): table id -> the epoch
+        now stored, for the tables open or in play."""
         t = schema.tables
+        taken: dict[str, int] = {}
         async with self.engine.begin() as conn:
-            result = await conn.execute(
-                update(t).where(t.c.id == table_id, t.c.status.in_(("open", "playing")))
-                .values(epoch=case((t.c.epoch >= epoch, t.c.epoch + 1), else_=epoch)).returning(t.c.epoch)
-            )
-            row = result.first()
-        return None if row is None else int(row[0])
+            for table_id in sorted(epochs):
+                epoch = epochs[table_id]
+                row = (await conn.execute(
+                    update(t).where(t.c.id == table_id, t.c.status.in_(("open", "playing")))
+                    .values(epoch=case((t.c.epoch >= epoch, t.c.epoch + 1), else_=epoch)).returning(t.c.epoch)
+                )).first()
+                if row is not None:
+                    taken[table_id] = int(row[0])
+        return taken
 
     async def live_table_ids(self) -> list[str]:
         """Ids of the tables open or in play (which some process should own), oldest first."""
@@ -549,9 +559,9 @@ class Store:
     # -- reading ---------------------------------------------------------------------------------------
 
     async def load_tables(self, *, statuses: tuple[str, ...] | None = None, table_id: str | None = None,
-                          with_hands: bool = False, newest_first: bool = False,
+                          table_ids: list[str] | None = None, with_hands: bool = False, newest_first: bool = False,
                           limit: int | None = None, before: tuple[str, str] | None = None) -> list[TableRow]:
-        """Tables by status or id, with their seats and, if ``with_hands``, their hands and actions in order.
+        """Tables by status, id or ids, with their seats and, if ``with_hands``, their hands and actions in order.
 
         ``newest_first``: by ``finished`` time then id, both descending (else by ``created`` then id);
         ``before``: only tables after ``(finished, id)`` in that order (the next page)."""
@@ -561,6 +571,8 @@ class Store:
             query = query.where(t.c.status.in_(statuses))
         if table_id is not None:
             query = query.where(t.c.id == table_id)
+        if table_ids is not None:
+            query = query.where(t.c.id.in_(table_ids))
         if before is not None:
             query = query.where(or_(t.c.finished < before[0], and_(t.c.finished == before[0], t.c.id < before[1])))
         query = query.order_by(*((t.c.finished.desc(), t.c.id.desc()) if newest_first else (t.c.created, t.c.id)))
