@@ -605,6 +605,10 @@ async def run_config(name: str, args: argparse.Namespace, db: str, redis: str | 
                   f"{back}/{len(victims)} of its tables acknowledged again, every one within {max(after or [0]):.1f} s "
                   f"(median {statistics.median(after) if after else float('nan'):.1f} s); "
                   f"acknowledged actions lost: {lost}")
+            if len(after) >= 10:
+                tenths = statistics.quantiles(after, n=10)
+                print("   seconds until each table acknowledged again, by tenths: "
+                      + " ".join(f"{q:.1f}" for q in tenths))
         return figures
     finally:
         for server in servers:
@@ -615,7 +619,7 @@ async def run_processes(args: argparse.Namespace, db: str, redis: str) -> None:
     """The three configurations (and the failover run) on PostgreSQL ``db`` and Redis ``redis``; with ``--only``,
     just that one."""
     tmp = tempfile.mkdtemp(prefix="cardtable-bench-")
-    print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; PostgreSQL at {db}, Redis at {redis}")
     results: dict[str, dict[str, float]] = {}
     if args.only in (None, "sqlite"):
         results["sqlite"] = await run_config("1 process, SQLite", args, f"sqlite+aiosqlite:///{tmp}/bench.db",
@@ -652,6 +656,9 @@ def main() -> None:
                         help="2 or more: compare SQLite, PostgreSQL and this many processes on PostgreSQL + Redis")
     parser.add_argument("--db", default=None, help="PostgreSQL URL for --processes (emptied; default: a private one)")
     parser.add_argument("--redis", default=None, help="Redis URL for --processes (flushed; default: a private one)")
+    parser.add_argument("--unix", action="store_true",
+                        help="with --processes and no --db/--redis: reach the private PostgreSQL and Redis through "
+                             "their Unix sockets (as on one machine), not TCP on loopback")
     parser.add_argument("--failover", action="store_true", help="with --processes: also SIGKILL one mid-run")
     parser.add_argument("--profile", default=None, metavar="FOLDER",
                         help="run each server under cProfile, writing FOLDER/NAME.prof (read with pstats)")
@@ -670,8 +677,8 @@ def main() -> None:
         from services import new_database, postgres_cluster, redis_server
 
         with contextlib.ExitStack() as stack:
-            db = args.db or new_database(stack.enter_context(postgres_cluster()))
-            redis = args.redis or stack.enter_context(redis_server()).url()
+            db = args.db or new_database(stack.enter_context(postgres_cluster()), unix=args.unix)
+            redis = args.redis or stack.enter_context(redis_server()).url(unix=args.unix)
             run_loop(run_processes(args, db, redis))
         return
     run_loop(run(args))

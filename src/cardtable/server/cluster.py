@@ -424,8 +424,9 @@ class Cluster:
             for table_id in stored:
                 self.store.fences[table_id] = epochs[table_id]
             for row in await self.store.load_tables(table_ids=list(stored), with_hands=True) if stored else []:
-                table = manager.restore(row)
+                table = manager.restore(row)  # it plays from now on: its store failures drop it here
                 if table is not None:
+                    self.adopt(table)
                     tables[row.id] = table
             if tables:  # seats tied to accounts name them again, as after a restart
                 await restore_seat_accounts(self.store, tables)
@@ -444,8 +445,6 @@ class Cluster:
                 self.owned.pop(table_id, None)
                 self.store.fences.pop(table_id, None)
                 await self.leases.release(table_id, epoch)
-        for table in tables.values():
-            self.adopt(table)
         for inbox, table_id, _ in self.relays.values():  # relays here to its old owner: reconnect, now direct
             if table_id in tables:
                 inbox.put_nowait({"op": "close", "code": RECONNECT_CODE})
