@@ -569,6 +569,7 @@ async def run_config(name: str, args: argparse.Namespace, db: str, redis: str | 
             await asyncio.sleep(max(0.0, clock.start + duration / 3 - time.monotonic()))
             victim = servers[-1]
             killed["at"] = time.monotonic()
+            killed["wall"] = time.time()  # to read the servers' logs (--logs) against
             killed["before"] = {t: a.version for t, a in acked.items() if owner_port[t] == ports[-1]}
             victim.kill()
 
@@ -601,7 +602,8 @@ async def run_config(name: str, args: argparse.Namespace, db: str, redis: str | 
             stored = await stored_versions(db)
             lost = sum(max(0, acked[t].version - stored.get(t, 0)) for t in acked)
             back = len(after)
-            print(f"failover: SIGKILL of 1 of {processes} processes ({len(victims)} tables); "
+            wall = time.strftime("%H:%M:%S", time.localtime(killed["wall"])) + f".{int(killed['wall'] % 1 * 1000):03d}"
+            print(f"failover: SIGKILL of 1 of {processes} processes ({len(victims)} tables) at {wall}; "
                   f"{back}/{len(victims)} of its tables acknowledged again, every one within {max(after or [0]):.1f} s "
                   f"(median {statistics.median(after) if after else float('nan'):.1f} s); "
                   f"acknowledged actions lost: {lost}")

@@ -1,7 +1,8 @@
 """Taking tables over (``server/cluster.py``: ``take``, ``take_many``, ``sweep``, ``locate``), in one process on a
 real PostgreSQL and Redis: the sweep takes free tables in chunks and notes when a missed lease expires, a
-connection to a table being taken here waits for that take (it is never told the table does not exist), and a
-table that is not live is not found."""
+connection to a table being taken here waits for that take (it is never told the table does not exist), one to a
+table whose owner missed a renewal waits for its lease to expire and is served here (not relayed to the dead
+owner), and a table that is not live is not found."""
 
 from __future__ import annotations
 
@@ -134,4 +135,19 @@ async def test_only_a_table_that_is_not_live_is_not_found(url: str, redis_url: s
             await redis.aclose()
         assert await cluster.locate(other) == "elsewhere-1"
     finally:
+        await close(store, cluster, manager)
+
+
+async def test_a_table_whose_owner_missed_a_renewal_is_served_here_once_its_lease_expires(
+        url: str, redis_url: str) -> None:
+    (table_id,) = await open_tables(url, 1)
+    store, cluster, manager = await one_process(url, redis_url)
+    redis = Redis.from_url(redis_url)
+    try:
+        await redis.set(LEASE_PREFIX + table_id, "gone-1:3", px=600)  # a 5 s lease with 0.6 s left: not renewed
+        located = await cluster.locate(table_id)  # not relayed to the dead owner: waited for, then taken here
+        assert isinstance(located, Table) and located is manager.tables[table_id]
+        assert await cluster.leases.owner(table_id) == (cluster.process, cluster.owned[table_id])
+    finally:
+        await redis.aclose()
         await close(store, cluster, manager)

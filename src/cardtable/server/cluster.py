@@ -343,15 +343,21 @@ class Cluster:
 
     async def locate(self, table_id: str) -> Table | str | None:
         """Where ``table_id`` lives: the live :class:`Table` here (taken now if nobody owned it), the id of the
-        process that owns it, or ``None`` when it is not open or in play anywhere."""
+        process that owns it, or ``None`` when it is not open or in play anywhere. A table whose owner missed a
+        lease renewal is waited for (at most half a lease time) and taken here when its lease expires, so the
+        clients of a process that died reconnect once, not through a relay to it first."""
         manager = self.manager
         assert manager is not None
         for _ in range(3):
             table = manager.tables.get(table_id)
             if table is not None:
                 return table
-            owner = await self.leases.owner(table_id)
+            ((owner, left_ms),) = await self.leases.owners_and_ttls([table_id])
             if owner is not None and owner[0] != self.process:
+                if 0 <= left_ms < self.settings.lease_ms / 2:  # its owner missed a renewal (likely dead): rather
+                    # than relay to it, wait for its lease to expire and serve the table here once taken
+                    await asyncio.sleep(left_ms / 1000.0 + 0.05)
+                    continue
                 return owner[0]
             # Nobody owns it, or this process does and is taking it (a sweep): take it, or wait for that take.
             table = await self.take(table_id)
