@@ -455,7 +455,7 @@ class Cluster:
             if table_id in tables:
                 inbox.put_nowait({"op": "close", "code": RECONNECT_CODE})
         if tables:
-            log.info("took %d tables (%s)", len(tables),
+            log.info("took %d table%s (%s)", len(tables), "" if len(tables) == 1 else "s",
                      ", ".join(f"{t} at epoch {self.owned[t]}" for t in list(tables)[:5]) + (
                          ", ..." if len(tables) > 5 else ""))
         return found | tables
