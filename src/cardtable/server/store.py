@@ -197,6 +197,13 @@ def _refused(batch: list[_Write], stored: dict[str, int]) -> list[_Write]:
     return [w for w in batch if w.epoch is not None and stored.get(str(w.table_id)) != w.epoch]
 
 
+async def _close_quietly(conn: AsyncConnection | None) -> None:
+    """Close a connection that failed (its errors, the database being away, do not matter any more)."""
+    if conn is not None:
+        with contextlib.suppress(Exception):
+            await conn.close()
+
+
 def _settle(batch: list[_Write], refused: list[_Write]) -> None:
     """After the commit of ``batch``: its writes refused by the fence fail with :class:`Fenced`, the rest are done."""
     failed = set(refused)
@@ -364,20 +371,12 @@ class Store:
                 self._conn = await self.engine.connect()
             try:
                 refused = await self._conn.run_sync(self._transaction, batch)
-            except Exception:
-                await self._discard("_conn")
+            except Exception:  # the next commit opens a new connection (the database may have restarted)
+                conn, self._conn = self._conn, None
+                await _close_quietly(conn)
                 raise
         self.commits += 1
         return refused
-
-    async def _discard(self, name: str) -> None:
-        """Close the writer's connection ``name`` (``_conn`` or ``_auto``) after a failure: the next commit opens
-        a new one (the database may have restarted)."""
-        conn = getattr(self, name)
-        setattr(self, name, None)
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                await conn.close()
 
     async def _actions_alone(self, batch: list[_Write]) -> list[_Write]:
         """PostgreSQL through asyncpg, a batch of actions only: :data:`PG_INSERT_ACTIONS_FENCED`, one statement
@@ -393,8 +392,9 @@ class Store:
                 self._auto = await (await self.engine.connect()).execution_options(isolation_level="AUTOCOMMIT")
                 self._driver = (await self._auto.get_raw_connection()).driver_connection
             stored = {str(i): int(e) for i, e in await self._driver.fetch(sql, *(values[name] for name in names))}
-        except Exception:
-            await self._discard("_auto")
+        except Exception:  # as above: a new connection next time
+            conn, self._auto = self._auto, None
+            await _close_quietly(conn)
             raise
         return _refused(batch, stored)
 
