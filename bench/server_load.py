@@ -415,6 +415,26 @@ async def count_commits(db: str, clock: Clock, out: dict[str, float]) -> None:
         await engine.dispose()
 
 
+async def count_redis(url: str, clock: Clock, out: dict[str, float]) -> None:
+    """Redis: put in ``out`` the commands per second over the window, in all (``"commands"``) and of each kind
+    (``INFO commandstats``), e.g. ``"publish"``: how many pub/sub messages carried the relayed ones."""
+    from redis.asyncio import Redis
+
+    client = Redis.from_url(url)
+    try:
+        counts = []
+        for at in (clock.start, clock.end):
+            await asyncio.sleep(max(0.0, at - time.monotonic()))
+            stats = await client.info("commandstats")
+            counts.append({name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()})
+        seconds = clock.end - clock.start
+        for name, calls in counts[1].items():
+            out[name] = (calls - counts[0].get(name, 0)) / seconds
+        out["commands"] = sum(calls - counts[0].get(name, 0) for name, calls in counts[1].items()) / seconds
+    finally:
+        await client.aclose()
+
+
 async def service_pids(db: str, redis: str | None) -> dict[str, int]:
     """The processes of the PostgreSQL (its postmaster) and Redis at ``db`` and ``redis`` when they run on this
     machine (their CPU use is measured too); none for SQLite or a service elsewhere."""
@@ -578,6 +598,9 @@ async def run_config(name: str, args: argparse.Namespace, db: str, redis: str | 
         commits: dict[str, float] = {}
         if db.startswith("postgresql"):
             extra.append(count_commits(db, clock, commits))
+        redis_calls: dict[str, float] = {}
+        if redis:
+            extra.append(count_redis(redis, clock, redis_calls))
         await asyncio.gather(measure_cpu(pids, clock, cpu, bool(args.profile), sample), *clients, *extra)
         both = Stats(acks=direct.acks + relayed.acks, rejects=direct.rejects + relayed.rejects,
                      errors=direct.errors + relayed.errors, updates=direct.updates + relayed.updates,
@@ -591,6 +614,10 @@ async def run_config(name: str, args: argparse.Namespace, db: str, redis: str | 
             answered = (len(both.acks) + len(both.rejects)) / duration
             print(f"PostgreSQL: {commits['commits']:.0f} transactions/s committed "
                   f"({answered / max(commits['commits'], 1e-9):.1f} answered actions each)")
+        if redis_calls:
+            top = sorted(((n, c) for n, c in redis_calls.items() if n != "commands"), key=lambda x: -x[1])[:5]
+            print(f"Redis: {redis_calls['commands']:.0f} commands/s (" + ", ".join(f"{n} {c:.0f}" for n, c in top)
+                  + ")")
         if processes > 1 and direct.acks and relayed.acks:
             d = summary("   direct connections", direct, duration)
             r = summary("   relayed connections", relayed, duration)
