@@ -7,6 +7,7 @@ servers on loopback and read their figures from here.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -32,14 +33,39 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of process ``pid`` in seconds; 0.0 once the process is gone."""
+def _stat(pid: int) -> list[str]:
+    """The fields of ``/proc/{pid}/stat`` after the command name (the state first); ``OSError`` when it is gone."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()
+
+
+def cpu_seconds(pid: int, *, children: bool = False) -> float:
+    """User plus system CPU time of process ``pid`` in seconds; 0.0 once the process is gone. With ``children``,
+    also that of its children, live or ended (a service of several processes, as PostgreSQL's postmaster and its
+    backends): the difference of two readings is what the whole service used between them."""
+    ticks = 0
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        fields = _stat(pid)
+        ticks = int(fields[11]) + int(fields[12])
+        if children:
+            ticks += int(fields[13]) + int(fields[14])  # ended children, waited for
+            for entry in os.listdir("/proc"):
+                if entry.isdigit():
+                    with contextlib.suppress(OSError, ValueError, IndexError):
+                        child = _stat(int(entry))
+                        if int(child[1]) == pid:
+                            ticks += sum(int(child[i]) for i in (11, 12, 13, 14))
     except (OSError, ValueError, IndexError):
-        return 0.0
+        pass
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def parent_pid(pid: int) -> int | None:
+    """The parent of process ``pid``, ``None`` when it is gone."""
+    try:
+        return int(_stat(pid)[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def stop(proc: subprocess.Popen[Any], timeout_s: float = 15.0) -> str:

@@ -38,21 +38,24 @@ import contextlib
 import json
 import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import msgspec
 import websockets
 
-from machine import cpu_seconds, free_port, stop
+from machine import cpu_seconds, free_port, parent_pid, stop
 
 ECHO_SERVER = """
 import asyncio, sys, websockets
@@ -67,22 +70,50 @@ asyncio.run(main())
 
 
 
-async def measure_cpu(pids: dict[str, int], clock: Clock, out: dict[str, float], profiling: bool = False) -> None:
+SERVICES = ("postgres", "redis")
+"""Names in :func:`measure_cpu`'s ``pids`` that are services of their own (PostgreSQL's postmaster: counted with its
+backends), not servers or clients."""
+
+
+async def measure_cpu(pids: dict[str, int], clock: Clock, out: dict[str, float], profiling: bool = False,
+                      sample: str | None = None) -> None:
     """Fill ``out`` with each process's CPU use (cores) over the measuring window; with ``profiling``, start the
-    servers' profilers (SIGUSR1, :func:`profiled`) when it opens and have them written (SIGUSR2) when it closes."""
+    servers' profilers (SIGUSR1, :func:`profiled`) when it opens and have them written (SIGUSR2) when it closes;
+    with ``sample`` (a file name prefix), sample each server's stacks on CPU with py-spy over the window
+    (``{sample}-{name}.txt``, collapsed stacks)."""
     await asyncio.sleep(max(0.0, clock.start - time.monotonic()))
+    samplers = [sample_stacks(pid, f"{sample}-{name}.txt", clock.end - clock.start)
+                for name, pid in pids.items() if sample and name.startswith("server")]
     if profiling:
         for name, pid in pids.items():
             if name.startswith("server"):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGUSR1)
-    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    before = {name: cpu_seconds(pid, children=name in SERVICES) for name, pid in pids.items()}
     await asyncio.sleep(max(0.0, clock.end - time.monotonic()))
     for name, pid in pids.items():
-        out[name] = (cpu_seconds(pid) - before[name]) / (clock.end - clock.start)
+        out[name] = (cpu_seconds(pid, children=name in SERVICES) - before[name]) / (clock.end - clock.start)
         if profiling and name.startswith("server"):
             with contextlib.suppress(ProcessLookupError):  # killed by the failover run
                 os.kill(pid, signal.SIGUSR2)
+    for sampler in samplers:  # each ends by itself after its duration, writing its file
+        try:
+            await asyncio.to_thread(sampler.wait, 30)
+        except subprocess.TimeoutExpired:
+            stop(sampler, 5)
+
+
+def sample_stacks(pid: int, out: str, seconds: float) -> subprocess.Popen[bytes]:
+    """Start py-spy sampling process ``pid``'s stacks while it holds the GIL (running Python, not waiting: 100 a
+    second, ``seconds`` long) into ``out`` (collapsed stacks: one line a stack, its count last). ``SystemExit`` when
+    py-spy is not installed."""
+    binary = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
+    if not os.path.exists(binary):
+        raise SystemExit("--sample needs py-spy (pip install py-spy)")
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    return subprocess.Popen([binary, "record", "--pid", str(pid), "--duration", str(int(seconds)), "--rate", "100",
+                             "--format", "raw", "--gil", "--nonblocking", "--output", out],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 
@@ -118,6 +149,7 @@ class Incoming(msgspec.Struct):
     seq: int | None = None
     legal: list[dict[str, Any]] | None = None
     v: int | None = None
+    code: str | None = None
 
 
 _decode = msgspec.json.Decoder(Incoming).decode
@@ -131,6 +163,8 @@ class Stats:
     rejects: list[float] = field(default_factory=list)
     errors: int = 0
     updates: int = 0
+    error_codes: Counter[str] = field(default_factory=Counter)
+    """The ``code`` of each ``error`` counted in :attr:`errors`."""
 
 
 def summary(name: str, stats: Stats, seconds: float) -> dict[str, float]:
@@ -145,7 +179,8 @@ def summary(name: str, stats: Stats, seconds: float) -> dict[str, float]:
         rej = sorted(stats.rejects)
         extra = f", rejects {len(rej)} (p99 {rej[min(len(rej) - 1, int(len(rej) * 0.99))]:.1f} ms)"
     print(f"{name}: {len(lat) / seconds:.0f} /s acknowledged, latency p50 {p50:.1f} ms, p99 {p99:.1f} ms, "
-          f"max {lat[-1]:.1f} ms, mean {statistics.fmean(lat):.1f} ms{extra}, errors {stats.errors}, "
+          f"max {lat[-1]:.1f} ms, mean {statistics.fmean(lat):.1f} ms{extra}, errors {stats.errors}"
+          f"{' ' + str(dict(stats.error_codes)) if stats.error_codes else ''}, "
           f"updates received {stats.updates / seconds:.0f} /s")
     return {"p50": p50, "p99": p99}
 
@@ -190,6 +225,7 @@ async def drive_seat(ws: Any, token: str, rate: float, clock: Clock, stats: Stat
                     (stats.acks if kind == "ack" else stats.rejects).append((now - t0) * 1000.0)
             elif kind == "error" and clock.measuring(now):
                 stats.errors += 1
+                stats.error_codes[message.code or "?"] += 1
 
     async def reader() -> None:
         with contextlib.suppress(websockets.exceptions.WebSocketException):
@@ -347,23 +383,93 @@ def profiled(folder: str | None, name: str) -> list[str]:
     return ["-c", PROFILED, os.path.join(folder, f"{name}.prof")]
 
 
-def cpu_per_ack(server_cores: float, stats: Stats, seconds: float) -> str:
+def cpu_per_ack(server_cores: float, stats: Stats, seconds: float, services: float | None = None) -> str:
     """The main figure on a shared machine: the servers' CPU milliseconds per answered action (with the updates
-    each action sends), from their CPU use in cores over the window and the acks and rejects counted in it."""
+    each action sends), from their CPU use in cores over the window and the acks and rejects counted in it; with
+    ``services`` (the cores PostgreSQL and Redis used), also the whole service's (servers, database and Redis)."""
     answered = len(stats.acks) + len(stats.rejects)
     if not answered:
         return "server CPU per answered action: no answers"
-    return (f"server CPU per answered action: {server_cores * seconds * 1000.0 / answered:.3f} ms "
+    per = seconds * 1000.0 / answered
+    extra = "" if services is None else f"; with PostgreSQL and Redis {(server_cores + services) * per:.3f} ms"
+    return (f"server CPU per answered action: {server_cores * per:.3f} ms{extra} "
             f"({answered / seconds:.0f} acks+rejects/s, {stats.updates / answered:.1f} updates received each)")
 
 
+async def count_commits(db: str, clock: Clock, out: dict[str, float]) -> None:
+    """PostgreSQL: put in ``out["commits"]`` the transactions committed per second in ``db`` over the window (its
+    ``pg_stat_database.xact_commit``, which PostgreSQL updates about once a second: close enough over a window)."""
+    from sqlalchemy import text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    engine = create_async_engine(db)
+    query = text("SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+    try:
+        counts = []
+        for at in (clock.start, clock.end):
+            await asyncio.sleep(max(0.0, at - time.monotonic()))
+            async with engine.connect() as conn:
+                counts.append(int((await conn.execute(query)).scalar_one()))
+        out["commits"] = (counts[1] - counts[0]) / (clock.end - clock.start)
+    finally:
+        await engine.dispose()
+
+
+async def count_redis(url: str, clock: Clock, out: dict[str, float]) -> None:
+    """Redis: put in ``out`` the commands per second over the window, in all (``"commands"``) and of each kind
+    (``INFO commandstats``), e.g. ``"publish"``: how many pub/sub messages carried the relayed ones."""
+    from redis.asyncio import Redis
+
+    client = Redis.from_url(url)
+    try:
+        counts = []
+        for at in (clock.start, clock.end):
+            await asyncio.sleep(max(0.0, at - time.monotonic()))
+            stats = await client.info("commandstats")
+            counts.append({name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()})
+        seconds = clock.end - clock.start
+        for name, calls in counts[1].items():
+            out[name] = (calls - counts[0].get(name, 0)) / seconds
+        out["commands"] = sum(calls - counts[0].get(name, 0) for name, calls in counts[1].items()) / seconds
+    finally:
+        await client.aclose()
+
+
+async def service_pids(db: str, redis: str | None) -> dict[str, int]:
+    """The processes of the PostgreSQL (its postmaster) and Redis at ``db`` and ``redis`` when they run on this
+    machine (their CPU use is measured too); none for SQLite or a service elsewhere."""
+    from redis.asyncio import Redis
+    from sqlalchemy import make_url, text
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    pids: dict[str, int] = {}
+    local = ("127.0.0.1", "localhost", "::1", None)
+    if db.startswith("postgresql") and make_url(db).host in local:
+        engine = create_async_engine(db)
+        async with engine.connect() as conn:  # the parent of this backend, read while the backend runs
+            postmaster = parent_pid(int((await conn.execute(text("SELECT pg_backend_pid()"))).scalar_one()))
+        await engine.dispose()
+        if postmaster is not None:
+            pids["postgres"] = postmaster
+    if redis and urlsplit(redis).hostname in local:
+        client = Redis.from_url(redis)
+        pids["redis"] = int((await client.info("server"))["process_id"])
+        await client.aclose()
+    return pids
+
+
 def start_server(port: int, db: str, redis: str | None, profile: str | None = None,
-                 name: str = "server") -> subprocess.Popen[bytes]:
+                 name: str = "server", logs: str | None = None) -> subprocess.Popen[bytes]:
+    """Start one ``cardtable serve``; its output goes to ``logs/{name}.log`` with ``logs``, else nowhere."""
     args = [sys.executable, *profiled(profile, name), "cardtable", "serve", "--port", str(port), "--db", db]
     if redis:
         args += ["--redis", redis]
-    return subprocess.Popen(args, env=dict(os.environ, **BENCH_ENV), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    env = dict(os.environ, **BENCH_ENV)
+    if not logs:
+        return subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.makedirs(logs, exist_ok=True)
+    with open(os.path.join(logs, f"{name}.log"), "wb") as out:  # the child keeps its own copy
+        return subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
 async def empty_postgres(url: str) -> None:
@@ -449,10 +555,10 @@ async def run_config(name: str, args: argparse.Namespace, db: str, redis: str | 
     rng = random.Random(args.seed)
     ports = [free_port() for _ in range(processes)]
     tag = "failover" if failover else "sqlite" if db.startswith("sqlite") else "pg"
-    servers = [start_server(ports[0], db, redis, args.profile, f"{tag}-{processes}-server1")]
+    servers = [start_server(ports[0], db, redis, args.profile, f"{tag}-{processes}-server1", args.logs)]
     try:
         await wait_http(f"http://127.0.0.1:{ports[0]}/api/games", 120)  # the first applies the migrations
-        servers += [start_server(port, db, redis, args.profile, f"{tag}-{processes}-server{i + 2}")
+        servers += [start_server(port, db, redis, args.profile, f"{tag}-{processes}-server{i + 2}", args.logs)
                     for i, port in enumerate(ports[1:])]
         for port in ports[1:]:
             await wait_http(f"http://127.0.0.1:{port}/api/games", 120)
@@ -468,7 +574,8 @@ async def run_config(name: str, args: argparse.Namespace, db: str, redis: str | 
         acked: dict[str, Ack] = {}
         clock = Clock(args.warmup + 2.0, duration)
         cpu: dict[str, float] = {}
-        pids = {f"server{i + 1}": server.pid for i, server in enumerate(servers)} | {"clients": os.getpid()}
+        pids = ({f"server{i + 1}": server.pid for i, server in enumerate(servers)} | {"clients": os.getpid()}
+                | await service_pids(db, redis))
         k = 0
         clients = []
         killed: dict[str, Any] = {}
@@ -482,17 +589,35 @@ async def run_config(name: str, args: argparse.Namespace, db: str, redis: str | 
             await asyncio.sleep(max(0.0, clock.start + duration / 3 - time.monotonic()))
             victim = servers[-1]
             killed["at"] = time.monotonic()
+            killed["wall"] = time.time()  # to read the servers' logs (--logs) against
             killed["before"] = {t: a.version for t, a in acked.items() if owner_port[t] == ports[-1]}
             victim.kill()
 
         extra = [kill_one()] if failover else []
-        await asyncio.gather(measure_cpu(pids, clock, cpu, bool(args.profile)), *clients, *extra)
+        sample = os.path.join(args.sample, f"{tag}-{processes}") if args.sample else None
+        commits: dict[str, float] = {}
+        if db.startswith("postgresql"):
+            extra.append(count_commits(db, clock, commits))
+        redis_calls: dict[str, float] = {}
+        if redis:
+            extra.append(count_redis(redis, clock, redis_calls))
+        await asyncio.gather(measure_cpu(pids, clock, cpu, bool(args.profile), sample), *clients, *extra)
         both = Stats(acks=direct.acks + relayed.acks, rejects=direct.rejects + relayed.rejects,
-                     errors=direct.errors + relayed.errors, updates=direct.updates + relayed.updates)
+                     errors=direct.errors + relayed.errors, updates=direct.updates + relayed.updates,
+                     error_codes=direct.error_codes + relayed.error_codes)
         figures = summary(name, both, duration)
         print("CPU over the window: " + ", ".join(f"{n} {c:.2f} cores" for n, c in cpu.items())
               + f" (of {os.cpu_count()}); load average {os.getloadavg()[0]:.1f}")
-        print(cpu_per_ack(sum(c for n, c in cpu.items() if n.startswith("server")), both, duration))
+        services = sum(c for n, c in cpu.items() if n in SERVICES) if any(n in cpu for n in SERVICES) else None
+        print(cpu_per_ack(sum(c for n, c in cpu.items() if n.startswith("server")), both, duration, services))
+        if "commits" in commits:
+            answered = (len(both.acks) + len(both.rejects)) / duration
+            print(f"PostgreSQL: {commits['commits']:.0f} transactions/s committed "
+                  f"({answered / max(commits['commits'], 1e-9):.1f} answered actions each)")
+        if redis_calls:
+            top = sorted(((n, c) for n, c in redis_calls.items() if n != "commands"), key=lambda x: -x[1])[:5]
+            print(f"Redis: {redis_calls['commands']:.0f} commands/s (" + ", ".join(f"{n} {c:.0f}" for n, c in top)
+                  + ")")
         if processes > 1 and direct.acks and relayed.acks:
             d = summary("   direct connections", direct, duration)
             r = summary("   relayed connections", relayed, duration)
@@ -504,10 +629,15 @@ async def run_config(name: str, args: argparse.Namespace, db: str, redis: str | 
             stored = await stored_versions(db)
             lost = sum(max(0, acked[t].version - stored.get(t, 0)) for t in acked)
             back = len(after)
-            print(f"failover: SIGKILL of 1 of {processes} processes ({len(victims)} tables); "
+            wall = time.strftime("%H:%M:%S", time.localtime(killed["wall"])) + f".{int(killed['wall'] % 1 * 1000):03d}"
+            print(f"failover: SIGKILL of 1 of {processes} processes ({len(victims)} tables) at {wall}; "
                   f"{back}/{len(victims)} of its tables acknowledged again, every one within {max(after or [0]):.1f} s "
                   f"(median {statistics.median(after) if after else float('nan'):.1f} s); "
                   f"acknowledged actions lost: {lost}")
+            if len(after) >= 10:
+                tenths = statistics.quantiles(after, n=10)
+                print("   seconds until each table acknowledged again, by tenths: "
+                      + " ".join(f"{q:.1f}" for q in tenths))
         return figures
     finally:
         for server in servers:
@@ -518,7 +648,7 @@ async def run_processes(args: argparse.Namespace, db: str, redis: str) -> None:
     """The three configurations (and the failover run) on PostgreSQL ``db`` and Redis ``redis``; with ``--only``,
     just that one."""
     tmp = tempfile.mkdtemp(prefix="cardtable-bench-")
-    print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; PostgreSQL at {db}, Redis at {redis}")
     results: dict[str, dict[str, float]] = {}
     if args.only in (None, "sqlite"):
         results["sqlite"] = await run_config("1 process, SQLite", args, f"sqlite+aiosqlite:///{tmp}/bench.db",
@@ -555,9 +685,17 @@ def main() -> None:
                         help="2 or more: compare SQLite, PostgreSQL and this many processes on PostgreSQL + Redis")
     parser.add_argument("--db", default=None, help="PostgreSQL URL for --processes (emptied; default: a private one)")
     parser.add_argument("--redis", default=None, help="Redis URL for --processes (flushed; default: a private one)")
+    parser.add_argument("--unix", action="store_true",
+                        help="with --processes and no --db/--redis: reach the private PostgreSQL and Redis through "
+                             "their Unix sockets (as on one machine), not TCP on loopback")
     parser.add_argument("--failover", action="store_true", help="with --processes: also SIGKILL one mid-run")
     parser.add_argument("--profile", default=None, metavar="FOLDER",
                         help="run each server under cProfile, writing FOLDER/NAME.prof (read with pstats)")
+    parser.add_argument("--logs", default=None, metavar="FOLDER",
+                        help="with --processes: write each server's output to FOLDER/NAME.log")
+    parser.add_argument("--sample", default=None, metavar="FOLDER",
+                        help="with --processes: sample each server's stacks on CPU with py-spy over the window, "
+                             "writing FOLDER/NAME-serverN.txt (collapsed stacks)")
     parser.add_argument("--only", choices=["sqlite", "pg", "cluster"], default=None,
                         help="with --processes: run only this configuration")
     args = parser.parse_args()
@@ -568,8 +706,8 @@ def main() -> None:
         from services import new_database, postgres_cluster, redis_server
 
         with contextlib.ExitStack() as stack:
-            db = args.db or new_database(stack.enter_context(postgres_cluster()))
-            redis = args.redis or stack.enter_context(redis_server()).url()
+            db = args.db or new_database(stack.enter_context(postgres_cluster()), unix=args.unix)
+            redis = args.redis or stack.enter_context(redis_server()).url(unix=args.unix)
             run_loop(run_processes(args, db, redis))
         return
     run_loop(run(args))

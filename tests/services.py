@@ -69,13 +69,17 @@ def free_port() -> int:
 
 @dataclass(frozen=True, slots=True)
 class Postgres:
-    """A running cluster: connect to ``127.0.0.1:port`` as ``user`` (trust authentication, no password)."""
+    """A running cluster: connect to ``127.0.0.1:port`` as ``user`` (trust authentication, no password), or
+    through its Unix socket in ``socket_dir``."""
 
     port: int
     user: str = "postgres"
+    socket_dir: str | None = None
 
-    def url(self, database: str = "postgres") -> str:
-        """The SQLAlchemy async URL of ``database``."""
+    def url(self, database: str = "postgres", *, unix: bool = False) -> str:
+        """The SQLAlchemy async URL of ``database`` (with ``unix``: through the Unix socket)."""
+        if unix and self.socket_dir:
+            return f"postgresql+asyncpg://{self.user}@/{database}?host={self.socket_dir}&port={self.port}"
         return f"postgresql+asyncpg://{self.user}@127.0.0.1:{self.port}/{database}"
 
 
@@ -111,15 +115,16 @@ def postgres_cluster() -> Iterator[Postgres]:
         shutil.rmtree(folder, ignore_errors=True)
         raise RuntimeError(f"PostgreSQL did not start: {error.stderr.decode(errors='replace')}") from None
     try:
-        yield Postgres(port=port)
+        yield Postgres(port=port, socket_dir=str(folder))
     finally:
         with contextlib.suppress(subprocess.CalledProcessError):
             run(str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop")
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def new_database(cluster: Postgres) -> str:
-    """Create an empty database in ``cluster``; returns its SQLAlchemy async URL."""
+def new_database(cluster: Postgres, *, unix: bool = False) -> str:
+    """Create an empty database in ``cluster``; returns its SQLAlchemy async URL (with ``unix``: through the
+    cluster's Unix socket)."""
     import asyncpg
 
     name = "t_" + uuid.uuid4().hex[:16]
@@ -132,7 +137,7 @@ def new_database(cluster: Postgres) -> str:
             await conn.close()
 
     run_async(make)
-    return cluster.url(name)
+    return cluster.url(name, unix=unix)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,9 +145,13 @@ class Redis:
     """A running private Redis on ``127.0.0.1:port`` (no password, nothing saved to disk)."""
 
     port: int
+    socket: str | None = None
 
-    def url(self, db: int = 0) -> str:
-        """The ``redis://`` URL of logical database ``db`` (0 to 15)."""
+    def url(self, db: int = 0, *, unix: bool = False) -> str:
+        """The ``redis://`` URL of logical database ``db`` (0 to 15); with ``unix``, the ``unix://`` URL of its
+        socket."""
+        if unix and self.socket:
+            return f"unix://{self.socket}?db={db}"
         return f"redis://127.0.0.1:{self.port}/{db}"
 
 
@@ -159,7 +168,8 @@ def redis_server() -> Iterator[Redis]:
     port = free_port()
     process = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(folder), "--daemonize", "no", "--loglevel", "warning"],
+         "--dir", str(folder), "--daemonize", "no", "--loglevel", "warning",
+         "--unixsocket", str(folder / "redis.sock"), "--unixsocketperm", "700"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         for _ in range(200):
@@ -171,7 +181,7 @@ def redis_server() -> Iterator[Redis]:
             time.sleep(0.05)
         else:
             raise RuntimeError("Redis did not answer within 10 s")
-        yield Redis(port=port)
+        yield Redis(port=port, socket=str(folder / "redis.sock"))
     finally:
         process.terminate()
         try:

@@ -8,9 +8,13 @@ import asyncio
 
 import pytest
 from redis.asyncio import Redis
+from sqlalchemy import select, text
+from sqlalchemy.engine import Connection
 
+from cardtable.server import lease as lease_module
 from cardtable.server.lease import Leases
 from cardtable.server.store import Fenced, SeatRow, Store, TableRow
+from services import Postgres, new_database
 
 
 def test_one_holder_at_a_time_and_only_it_renews_or_releases(redis_url: str) -> None:
@@ -33,6 +37,28 @@ def test_one_holder_at_a_time_and_only_it_renews_or_releases(redis_url: str) -> 
             assert await second.owner("t") == ("p2", 7)
             assert await second.release("t", 7)
             assert await first.acquire("t") == 8
+        finally:
+            await redis.aclose()
+
+    asyncio.run(go())
+
+
+def test_many_leases_in_one_call_each(redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lease_module, "CHUNK", 2)  # several chunks: the results still line up with the tables
+
+    async def go() -> None:
+        redis = Redis.from_url(redis_url)
+        try:
+            first, second = Leases(redis, "p1", 1000), Leases(redis, "p2", 1000)
+            assert await second.acquire("b") == 1
+            assert await first.acquire_many(["a", "b", "c", "d", "e"]) == {"a": 1, "c": 1, "d": 1, "e": 1}
+            assert await first.owner("b") == ("p2", 1)  # held: not taken, but its counter went up
+            assert await first.renew({"a": 1, "b": 2, "c": 1, "d": 9, "e": 1}) == {"b", "d"}
+            seen = await first.owners_and_ttls(["a", "b", "zz", "e", "c"])
+            assert [owner for owner, _ in seen] == [("p1", 1), ("p2", 1), None, ("p1", 1), ("p1", 1)]
+            assert all(500 < ttl <= 1000 for owner, ttl in seen if owner is not None) and seen[2][1] == -2
+            assert await second.acquire_many(["a", "zz"]) == {"zz": 1}
+            assert await first.acquire_many([]) == {} and await first.renew({}) == set()
         finally:
             await redis.aclose()
 
@@ -70,3 +96,148 @@ def test_a_stale_owner_stores_nothing(db_url: str) -> None:
             await new.close()
 
     asyncio.run(go())
+
+
+async def test_a_batch_with_one_stale_table_refuses_only_that_tables_writes(db_url: str) -> None:
+    old, new = await Store.open(db_url), await Store.open(db_url)
+    try:
+        for table_id in ("t1", "t2", "t3"):
+            if table_id != "t3":  # t3 is not fenced (as with one process)
+                old.fences[table_id] = 1
+            await old.insert_table(_row(table_id))
+            await old.insert_hand(table_id, 0, {"cards": []})
+        assert await new.take("t1", 1) == 2
+        before = old.commits
+        writes = [  # queued together: one group commit
+            old.insert_actions("t1", 0, [(0, 0, 10, {"type": "flip"})]),
+            old.insert_actions("t2", 0, [(0, 1, 11, {"type": "flip"}), (1, 0, 12, {"type": "stuck"})]),
+            old.update_seat("t1", SeatRow(seat=0, kind="person", name="ana", token_hash="h")),
+            old.update_seat("t2", SeatRow(seat=1, kind="person", name="bo", token_hash="h2")),
+            old.insert_actions("t3", 0, [(0, 0, 13, {"type": "flip"})]),
+            old.update_status("t1", "finished", finished="2026-11-24T00:00:00Z"),
+            old.insert_hand("t1", 1, {"cards": [1]}),
+        ]
+        results = await asyncio.gather(*writes, return_exceptions=True)
+        assert old.commits - before == 1
+        refused = [i for i, r in enumerate(results) if isinstance(r, Fenced)]
+        assert refused == [0, 2, 5, 6]
+        assert all(r is None for i, r in enumerate(results) if i not in refused)
+        assert all((r.table_id, r.epoch) == ("t1", 1) for r in results if isinstance(r, Fenced))
+        rows = {row.id: row for row in await new.load_tables(with_hands=True)}
+        t1, t2, t3 = rows["t1"], rows["t2"], rows["t3"]
+        assert (t1.status, len(t1.hands), t1.hands[0].actions, t1.seats[0].kind) == ("playing", 1, [], "bot")
+        assert t2.hands[0].actions == [(1, 11, {"type": "flip"}), (0, 12, {"type": "stuck"})]
+        assert t2.seats[1] == SeatRow(seat=1, kind="person", name="bo", token_hash="h2")
+        assert t3.hands[0].actions == [(0, 13, {"type": "flip"})]
+        # the stale owner's next batch is refused again, the new owner's stored
+        new.fences["t1"] = 2
+        stale = old.insert_actions("t1", 0, [(0, 0, 14, {"type": "flip"})])
+        fresh = new.insert_actions("t1", 0, [(0, 1, 15, {"type": "flip"})])
+        with pytest.raises(Fenced):
+            await stale
+        await fresh
+        (t1,) = await new.load_tables(table_id="t1", with_hands=True)
+        assert t1.hands[0].actions == [(1, 15, {"type": "flip"})]
+    finally:
+        await old.close()
+        await new.close()
+
+
+async def test_a_take_waits_for_the_old_owners_transaction_in_flight(postgres: Postgres) -> None:
+    url = new_database(postgres)
+    old, new = await Store.open(url), await Store.open(url)
+    try:
+        old.fences["t1"] = 1
+        await old.insert_table(_row("t1"))
+        await old.insert_hand("t1", 0, {"cards": []})
+        fenced = asyncio.Event()
+
+        def slow(conn: Connection) -> None:  # runs after the batch's fence: the row is locked
+            fenced.set()
+            conn.execute(text("SELECT pg_sleep(0.5)"))
+
+        action = old.insert_actions("t1", 0, [(0, 0, 10, {"type": "flip"})])
+        old.write(slow)
+        await fenced.wait()
+        assert await new.take("t1", 1) == 2
+        async with new.engine.connect() as conn:  # the take returned once the old transaction was over
+            sleeping = (await conn.execute(text(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' "
+                "AND query LIKE 'SELECT pg_sleep%'"))).scalar_one()
+        assert sleeping == 0
+        await action
+        (t1,) = await new.load_tables(table_id="t1", with_hands=True)
+        assert t1.hands[0].actions == [(0, 10, {"type": "flip"})]
+    finally:
+        await old.close()
+        await new.close()
+
+
+async def test_a_batch_of_actions_only_refuses_only_the_stale_tables_actions(db_url: str) -> None:
+    old, new = await Store.open(db_url), await Store.open(db_url)
+    try:
+        for table_id in ("t1", "t2", "t3"):
+            if table_id != "t3":
+                old.fences[table_id] = 1
+            await old.insert_table(_row(table_id))
+        assert await new.take("t1", 1) == 2
+        before = old.commits
+        writes = [old.insert_actions("t2", 0, [(0, 0, 10, {"type": "flip"})]),
+                  old.insert_actions("t1", 0, [(0, 0, 11, {"type": "flip"}), (1, 1, 12, {"type": "flip"})]),
+                  old.insert_actions("t3", 0, [(0, 1, 13, {"type": "stuck"})]),
+                  old.insert_actions("t2", 0, [(1, 1, 14, {"type": "flip"})])]
+        results = await asyncio.gather(*writes, return_exceptions=True)
+        assert old.commits - before == 1
+        assert results[0] is None and results[2] is None and results[3] is None
+        assert isinstance(results[1], Fenced) and (results[1].table_id, results[1].epoch) == ("t1", 1)
+        assert await _actions(new, "t1") == []
+        assert await _actions(new, "t2") == [(0, 0, 10, 1), (0, 1, 14, 1)]
+        assert await _actions(new, "t3") == [(0, 1, 13, None)]  # not fenced: no epoch
+    finally:
+        await old.close()
+        await new.close()
+
+
+async def _actions(store: Store, table_id: str) -> list[tuple[int, int | None, int, int | None]]:
+    """``(hand, seat, ms, epoch)`` of the stored actions of ``table_id`` (no hand row needed), in order."""
+    from cardtable.server import schema
+
+    a = schema.actions
+    async with store.engine.connect() as conn:
+        rows = (await conn.execute(select(a.c.hand, a.c.seat, a.c.ms, a.c.epoch).where(a.c.table_id == table_id)
+                                   .order_by(a.c.hand, a.c.idx))).all()
+    return [tuple(row) for row in rows]  # type: ignore[misc]
+
+
+async def test_actions_wait_for_a_take_in_flight_and_are_refused_after_it(postgres: Postgres) -> None:
+    url = new_database(postgres)
+    old, new = await Store.open(url), await Store.open(url)
+    try:
+        old.fences["t1"] = 1
+        await old.insert_table(_row("t1"))
+        async with new.engine.connect() as conn:  # a take, its transaction held open
+            await conn.execute(text("UPDATE tables SET epoch = 2 WHERE id = 't1'"))
+            stale = old.insert_actions("t1", 0, [(0, 0, 10, {"type": "flip"})])
+            await asyncio.sleep(0.3)
+            assert not stale.done()  # waiting for the row lock
+            await conn.commit()
+        with pytest.raises(Fenced):
+            await stale
+        assert await _actions(new, "t1") == []
+    finally:
+        await old.close()
+        await new.close()
+
+
+async def test_taking_many_tables_raises_each_epoch_and_skips_those_not_live(db_url: str) -> None:
+    store = await Store.open(db_url)
+    try:
+        for table_id in ("t1", "t2", "t3"):
+            await store.insert_table(_row(table_id))
+        await store.update_status("t3", "finished", finished="2026-11-24T00:00:00Z")
+        assert await store.take("t2", 4) == 4
+        assert await store.take_many({"t1": 3, "t2": 4, "t3": 5, "unknown": 1}) == {"t1": 3, "t2": 5}
+        assert await store.take_many({}) == {}
+        assert [row.id for row in await store.load_tables(table_ids=["t3", "t1", "zz"])] == ["t1", "t3"]
+    finally:
+        await store.close()

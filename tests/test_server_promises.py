@@ -53,9 +53,9 @@ async def test_an_action_is_acknowledged_only_once_stored(store: Store, monkeypa
         table, _ = await two_person_nerts(manager)
         slow_commit = store._commit
 
-        async def commit_later(batch: Any) -> None:
+        async def commit_later(batch: Any) -> Any:
             await asyncio.sleep(0.2)
-            await slow_commit(batch)
+            return await slow_commit(batch)
 
         monkeypatch.setattr(store, "_commit", commit_later)
         peer = Peer()
@@ -166,12 +166,19 @@ async def test_finished_tables_are_listed_newest_first_across_pages(store: Store
         await manager.close()
 
 
-async def test_close_commits_the_writes_still_queued(url: str) -> None:
+async def test_close_commits_the_writes_still_queued(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     store = await Store.open(url)
     await store.insert_table(TableRow(id="q", game="nerts", options={"players": 2}, status="playing", seed=1,
                                       grace_seconds=60, created="2026-01-01T00:00:00Z",
                                       seats=[SeatRow(0, "bot", "b", "greedy:medium")]))
     await store.insert_hand("q", 0, {"packs": []})
+    commit = store._commit
+
+    async def slow_commit(batch: Any) -> Any:  # a batch still in flight when the queue is already empty
+        await asyncio.sleep(0.1)
+        return await commit(batch)
+
+    monkeypatch.setattr(store, "_commit", slow_commit)
     pending: list[Awaitable[None]] = [store.insert_actions("q", 0, [(i, 0, i, {"type": "flip"})]) for i in range(50)]
     pending.append(store.update_status("q", "finished", finished="2026-01-01T00:01:00Z", hands_played=1,
                                        totals=[1, 2], winners=[1]))

@@ -112,6 +112,27 @@ async def test_a_write_that_fails_fails_alone(store: Store) -> None:
     assert len((await store.load_tables(table_id="t1", with_hands=True))[0].hands) == 3
 
 
+async def test_an_action_that_fails_fails_alone_in_a_batch_of_actions_only(store: Store) -> None:
+    for tid in ("t1", "t2"):
+        await store.insert_table(table_row(tid))
+        await store.insert_hand(tid, 0, {"packs": []})
+    await store.insert_actions("t1", 0, [(0, 0, 10, {"type": "flip"})])
+    # three batches of actions waiting together (one group commit: one statement on PostgreSQL); the middle one
+    # repeats a stored (table, hand, index)
+    first = store.insert_actions("t2", 0, [(0, 1, 11, {"type": "flip"})])
+    broken = store.insert_actions("t1", 0, [(1, 1, 12, {"type": "flip"}), (0, 1, 13, {"type": "stuck"})])
+    last = store.insert_actions("t1", 0, [(1, 0, 14, {"type": "flip"})])
+    await first
+    with pytest.raises(Exception, match=r"(?i)unique|duplicate"):
+        await broken
+    await last
+    rows = {row.id: row for row in await store.load_tables(with_hands=True)}
+    assert rows["t1"].hands[0].actions == [(0, 10, {"type": "flip"}), (0, 14, {"type": "flip"})]
+    assert rows["t2"].hands[0].actions == [(1, 11, {"type": "flip"})]
+    await store.insert_actions("t2", 0, [(1, 0, 15, {"type": "flip"})])  # the writer lives on
+    assert len((await store.load_tables(table_id="t2", with_hands=True))[0].hands[0].actions) == 2
+
+
 async def test_writes_waiting_together_share_commits_of_at_most_max_batch(store: Store) -> None:
     await store.insert_table(table_row("t1"))
     await store.insert_hand("t1", 0, {"packs": []})
@@ -673,14 +694,17 @@ async def test_legal_actions_only_for_a_seat_that_may_act_in_play(store: Store) 
 async def test_close_stops_the_writer_and_closes_its_connections(url: str) -> None:
     store = await Store.open(url)
     await store.insert_table(table_row("t1"))
-    writer, checkpointer, sync_conn, conn = store._writer, store._checkpointer, store._sync_conn, store._conn
+    await store.insert_actions("t1", 0, [(0, 0, 10, {"type": "flip"})])
+    writer, checkpointer, sync_conn = store._writer, store._checkpointer, store._sync_conn
+    conn, auto = store._conn, store._auto
     await store.close()
     assert writer is not None and writer.done()
     if url.startswith("sqlite"):  # its writer's own connection, and the checkpointer's task
         assert checkpointer is not None and checkpointer.done()
         assert sync_conn is not None and sync_conn.closed
-    else:  # the writer's connection through the async engine
+    else:  # the writer's connections through the async engine (a batch of actions only: the autocommit one)
         assert checkpointer is None and conn is not None and conn.closed
+        assert auto is not None and auto.closed
 
 
 # -- found by the second mutation run: the fence, the table's shape, coalesced table messages, a broken or

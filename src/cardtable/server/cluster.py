@@ -35,12 +35,12 @@ import socket
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 
 from cardtable.server.accounts import restore_seat_accounts
 from cardtable.server.counters import SharedLimits
@@ -66,6 +66,9 @@ LOBBY = "ct:lobby"
 """Hash of table id -> ``TABLE`` (JSON) as its owner last published it (with every lease renewal): the lobby of
 every process shows live details (who is connected, when a table starts by itself) of tables owned elsewhere."""
 
+LIVE = ("open", "playing")
+"""The statuses of a table that some process should own."""
+
 OPEN_TIMEOUT_S = 5.0
 """Seconds a relayed connection waits for the owner to answer ``open`` before it is closed with
 :data:`RECONNECT_CODE` (the owner is gone, or missed the message)."""
@@ -73,8 +76,20 @@ OPEN_TIMEOUT_S = 5.0
 MAX_FRAMES = 512
 """Most messages published to one process as one pub/sub message."""
 
+TAKE_CHUNK = 50
+"""Most tables taken together (one lease script, one database transaction, one load of their records): a chunk
+is taken well within a lease time, and its tables play as soon as it is done."""
+
 _encode_frames = msgspec.msgpack.Encoder().encode
 _decode_frames = msgspec.msgpack.Decoder(list[dict[str, Any]]).decode
+
+REDIS_CONNECTIONS = 50
+"""Connections to Redis one process opens at most for its requests (locating tables, counting sockets, relays'
+lookups): more at once wait for a free one (5 s at most) rather than fail, as redis-py's default pool does past
+its size (a burst of reconnecting clients used to make the publisher and the lease renewals fail too)."""
+
+CONTROL_CONNECTIONS = 2
+"""Connections of a process's own client for what must not wait behind requests: the publisher and the renewals."""
 
 ALIVE_PREFIX = "ct:alive:"
 """``ct:alive:{process}`` exists while the process runs (renewed with its leases)."""
@@ -149,13 +164,18 @@ class Cluster:
     """This process's part in a service of several processes. Build with :meth:`open`, then :meth:`attach` the
     manager; :meth:`hand_over` on SIGTERM, :meth:`close` at the end."""
 
-    def __init__(self, redis: Redis, store: Store, settings: ClusterSettings, process: str) -> None:
+    def __init__(self, redis: Redis, store: Store, settings: ClusterSettings, process: str,
+                 control: Redis | None = None) -> None:
         self.redis = redis
+        self.control = control or redis
+        """The client of the publisher and the renewals (:data:`CONTROL_CONNECTIONS`): never queued behind
+        requests."""
         self.store = store
         self.settings = settings
         self.process = process
         self.leases = Leases(redis, process, settings.lease_ms)
-        self.limits = SharedLimits(redis, settings.lease_ms * 2)
+        self._renewals = Leases(self.control, process, settings.lease_ms)
+        self.limits = SharedLimits(redis, settings.lease_ms * 2, self.control)
         """Per-address limits counted over every process (``server/counters.py``)."""
         self.manager: Manager | None = None
         self.owned: dict[str, int] = {}
@@ -171,6 +191,11 @@ class Cluster:
         self._taking: dict[str, asyncio.Lock] = {}
         self._waiting: Counter[str] = Counter()
         self._creating: set[str] = set()
+        self._released: set[str] = set()
+        """Tables another process let go (``ct:released``), to be taken together at the next loop turn."""
+        self._expiring_s: float | None = None
+        """Seconds, as the last sweep saw it, until the first lease of another process that missed a renewal
+        expires (its owner likely died): the next sweep runs then."""
         self._last_renewal = time.monotonic()
         self.relayed_messages = 0
         """Messages relayed either way (for the benchmark)."""
@@ -178,9 +203,14 @@ class Cluster:
     @classmethod
     async def open(cls, url: str, store: Store, settings: ClusterSettings | None = None) -> Cluster:
         """Connect to Redis at ``url`` (``redis://HOST:PORT/DB``); ``ConnectionError`` if it does not answer."""
-        redis = Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5, health_check_interval=10)
+        def client(connections: int) -> Redis:
+            return Redis.from_pool(BlockingConnectionPool.from_url(
+                url, max_connections=connections, timeout=5, socket_timeout=5, socket_connect_timeout=5,
+                health_check_interval=10))
+
+        redis, control = client(REDIS_CONNECTIONS), client(CONTROL_CONNECTIONS)
         await redis.ping()
-        cluster = cls(redis, store, settings or ClusterSettings(), new_process_id())
+        cluster = cls(redis, store, settings or ClusterSettings(), new_process_id(), control)
         # Alive from the start, not only from the first renewal: an owner that sees a relayed connection from a
         # process not (yet) marked alive ends it as coming from a dead process.
         await redis.set(ALIVE_PREFIX + cluster.process, b"1", px=cluster.settings.lease_ms)
@@ -209,6 +239,8 @@ class Cluster:
         with contextlib.suppress(Exception):
             await self.redis.delete(ALIVE_PREFIX + self.process)
         await self.redis.aclose()
+        if self.control is not self.redis:
+            await self.control.aclose()
 
     # -- messages between processes ------------------------------------------------------------------
 
@@ -225,7 +257,7 @@ class Cluster:
             for name, message in batch:  # per process, in the order queued
                 frames.setdefault(name, []).append(message)
             try:
-                pipe = self.redis.pipeline(transaction=False)
+                pipe = self.control.pipeline(transaction=False)
                 for name, messages in frames.items():
                     for i in range(0, len(messages), MAX_FRAMES):
                         pipe.publish(name, _encode_frames(messages[i:i + MAX_FRAMES]))
@@ -269,7 +301,9 @@ class Cluster:
         if message["channel"] in (RELEASED, RELEASED.encode()):
             table_id = message["data"].decode() if isinstance(message["data"], bytes) else str(message["data"])
             if not self.draining:
-                asyncio.get_running_loop().create_task(self._take_quietly(table_id))
+                if not self._released:  # the first of a loop turn: take them all together just after
+                    asyncio.get_running_loop().call_soon(self._take_released)
+                self._released.add(table_id)
             return
         try:
             bodies = _decode_frames(message["data"])
@@ -309,90 +343,134 @@ class Cluster:
 
     async def locate(self, table_id: str) -> Table | str | None:
         """Where ``table_id`` lives: the live :class:`Table` here (taken now if nobody owned it), the id of the
-        process that owns it, or ``None`` when it is not open or in play anywhere."""
+        process that owns it, or ``None`` when it is not open or in play anywhere. A table whose owner missed a
+        lease renewal is waited for (at most half a lease time) and taken here when its lease expires, so the
+        clients of a process that died reconnect once, not through a relay to it first."""
         manager = self.manager
         assert manager is not None
         for _ in range(3):
             table = manager.tables.get(table_id)
             if table is not None:
                 return table
-            owner = await self.leases.owner(table_id)
+            ((owner, left_ms),) = await self.leases.owners_and_ttls([table_id])
             if owner is not None and owner[0] != self.process:
+                if 0 <= left_ms < self.settings.lease_ms / 2:  # its owner missed a renewal (likely dead): rather
+                    # than relay to it, wait for its lease to expire and serve the table here once taken
+                    await asyncio.sleep(left_ms / 1000.0 + 0.05)
+                    continue
                 return owner[0]
-            if owner is None:
-                table = await self.take(table_id)
-                if table is not None:
-                    return table
-                if await self.leases.owner(table_id) is None:
-                    return None  # not live: unknown, finished, or this process is stopping
+            # Nobody owns it, or this process does and is taking it (a sweep): take it, or wait for that take.
+            table = await self.take(table_id)
+            if table is not None:
+                return table
+            if await self.leases.owner(table_id) is None and (
+                    self.draining or not await self.store.load_tables(table_id=table_id, statuses=LIVE)):
+                return None  # not live (unknown or finished), or this process is stopping
             await asyncio.sleep(0.05)  # being taken or dropped here, or lost a race: look again
-        return None
+        raise TableError(503, "http.error", "the table is moving between server processes: try again",
+                         {"status": 503})
 
     async def take(self, table_id: str) -> Table | None:
         """Become the owner of ``table_id`` if nobody is: lease, fence at the database, rebuild from the record.
-        ``None`` when another process holds it, the table is not open or in play, or this process is stopping."""
-        manager = self.manager
-        assert manager is not None
+        ``None`` when another process holds it, the table is not open or in play, or this process is stopping.
+        A take of the same table under way here (the sweep's) is waited for."""
+        with self._take_lock(table_id) as lock:
+            async with asyncio.timeout(self.settings.lease_ms * 2 / 1000.0):  # never stuck: the next try will do
+                async with lock:
+                    return (await self._take_many([table_id])).get(table_id)
+
+    async def take_many(self, table_ids: list[str]) -> dict[str, Table]:
+        """:meth:`take` of every table of ``table_ids`` nobody owns, together (:data:`TAKE_CHUNK` at most: one
+        lease script, one database transaction, one load of their records): table id -> the table, for those
+        taken. Tables being taken here already are left to that take."""
+        with contextlib.ExitStack() as stack:
+            free: list[str] = []
+            for table_id in table_ids:
+                lock = stack.enter_context(self._take_lock(table_id))
+                if not lock.locked():
+                    await lock.acquire()  # free: at once, without waiting
+                    stack.callback(lock.release)
+                    free.append(table_id)
+            async with asyncio.timeout(self.settings.lease_ms * 2 / 1000.0):
+                return await self._take_many(free)
+
+    @contextlib.contextmanager
+    def _take_lock(self, table_id: str) -> Iterator[asyncio.Lock]:
+        """The lock that one take of ``table_id`` at a time holds here; forgotten when nobody wants it."""
         lock = self._taking.setdefault(table_id, asyncio.Lock())
         self._waiting[table_id] += 1
         try:
-            async with asyncio.timeout(self.settings.lease_ms * 2 / 1000.0):  # never stuck: the next try will do
-                async with lock:
-                    return await self._take(table_id)
+            yield lock
         finally:
             self._waiting[table_id] -= 1
             if not self._waiting[table_id]:  # nobody else wants to take it now: forget the lock
                 del self._waiting[table_id]
                 self._taking.pop(table_id, None)
 
-    async def _take(self, table_id: str) -> Table | None:
+    async def _take_many(self, table_ids: list[str]) -> dict[str, Table]:
         manager = self.manager
         assert manager is not None
-        if table_id in manager.tables:
-            return manager.tables[table_id]
-        if self.draining:
-            return None
-        epoch = await self.leases.acquire(table_id)
-        if epoch is None:
-            return None
-        self.owned[table_id] = epoch
+        found = {t: manager.tables[t] for t in table_ids if t in manager.tables}
+        wanted = [t for t in table_ids if t not in found]
+        if self.draining or not wanted:
+            return found
+        epochs = await self.leases.acquire_many(wanted)
+        if not epochs:
+            return found
+        self.owned.update(epochs)
+        tables: dict[str, Table] = {}
         try:
-            stored = await self.store.take(table_id, epoch)
-            if stored is not None and stored != epoch:
-                if not await self.leases.move_epoch(table_id, epoch, stored):
-                    stored = None
-                else:
-                    self.owned[table_id] = epoch = stored
-            if stored is None:
-                self.owned.pop(table_id, None)
-                await self.leases.release(table_id, epoch)
-                return None
-            self.store.fences[table_id] = epoch
-            rows = await self.store.load_tables(table_id=table_id, with_hands=True)
-            table = manager.restore(rows[0]) if rows else None
-            if table is not None:  # seats tied to accounts name them again, as after a restart
-                await restore_seat_accounts(self.store, {table_id: table})
+            stored = await self.store.take_many(epochs)
+            for table_id, epoch in list(stored.items()):
+                if epoch != epochs[table_id]:  # the database's epoch is higher (Redis restarted): the lease follows
+                    if await self.leases.move_epoch(table_id, epochs[table_id], epoch):
+                        self.owned[table_id] = epochs[table_id] = epoch
+                    else:
+                        del stored[table_id]
+            for table_id in stored:
+                self.store.fences[table_id] = epochs[table_id]
+            for row in await self.store.load_tables(table_ids=list(stored), with_hands=True) if stored else []:
+                table = manager.restore(row)  # it plays from now on: its store failures drop it here
+                if table is not None:
+                    self.adopt(table)
+                    tables[row.id] = table
+            if tables:  # seats tied to accounts name them again, as after a restart
+                await restore_seat_accounts(self.store, tables)
         except BaseException:  # failed, or timed out (cancelled): nothing of it stays
-            self.owned.pop(table_id, None)
-            self.store.fences.pop(table_id, None)
-            manager.tables.pop(table_id, None)
-            with contextlib.suppress(BaseException):
-                await asyncio.shield(self.leases.release(table_id, epoch))
+            for table_id, epoch in epochs.items():
+                self.owned.pop(table_id, None)
+                self.store.fences.pop(table_id, None)
+                table = manager.tables.pop(table_id, None)
+                with contextlib.suppress(BaseException):
+                    if table is not None:
+                        await asyncio.shield(table.stop())
+                    await asyncio.shield(self.leases.release(table_id, epoch))
             raise
-        if table is None:
-            self.owned.pop(table_id, None)
-            self.store.fences.pop(table_id, None)
-            await self.leases.release(table_id, epoch)
-            return None
-        self.adopt(table)
-        log.info("table %s: taken at epoch %d", table_id, epoch)
-        return table
+        for table_id, epoch in epochs.items():
+            if table_id not in tables:  # not live after all (finished meanwhile), or its record does not replay
+                self.owned.pop(table_id, None)
+                self.store.fences.pop(table_id, None)
+                await self.leases.release(table_id, epoch)
+        for inbox, table_id, _ in self.relays.values():  # relays here to its old owner: reconnect, now direct
+            if table_id in tables:
+                inbox.put_nowait({"op": "close", "code": RECONNECT_CODE})
+        if tables:
+            log.info("took %d table%s (%s)", len(tables), "" if len(tables) == 1 else "s",
+                     ", ".join(f"{t} at epoch {self.owned[t]}" for t in list(tables)[:5]) + (
+                         ", ..." if len(tables) > 5 else ""))
+        return found | tables
 
-    async def _take_quietly(self, table_id: str) -> None:
-        try:
-            await self.take(table_id)
-        except Exception as error:
-            log.warning("table %s: taking it failed: %s", table_id, error)
+    def _take_released(self) -> None:
+        released, self._released = sorted(self._released), set()
+
+        async def take() -> None:
+            for start in range(0, len(released), TAKE_CHUNK):
+                try:
+                    await self.take_many(released[start:start + TAKE_CHUNK])
+                except Exception as error:
+                    log.warning("taking %d released tables failed: %r", len(released), error)
+
+        asyncio.get_running_loop().create_task(take())
 
     async def claim_new(self, table_id: str) -> None:
         """Own a table about to be created here: its lease and epoch (written with the table row). ``TableError``
@@ -470,13 +548,13 @@ class Cluster:
             self.store.fences.pop(table_id, None)
             await self.leases.release(table_id, epoch)
         held = {t: e for t, e in self.owned.items() if t in manager.tables}
-        lost = await self.leases.renew(held)
+        lost = await self._renewals.renew(held)
         self._last_renewal = started
-        await self.redis.set(ALIVE_PREFIX + self.process, b"1", px=self.settings.lease_ms)
+        await self.control.set(ALIVE_PREFIX + self.process, b"1", px=self.settings.lease_ms)
         await self.limits.refresh()
         live = {t: msgspec.json.encode(manager.tables[t].to_dict()) for t in held if t not in lost}
         if live:
-            await self.redis.hset(LOBBY, mapping=live)  # type: ignore[arg-type]
+            await self.control.hset(LOBBY, mapping=live)  # type: ignore[arg-type]
         for table_id in lost:
             table = manager.tables.get(table_id)
             if table is not None:
@@ -516,7 +594,10 @@ class Cluster:
 
     async def _sweep_loop(self) -> None:
         while True:
-            await asyncio.sleep(self.settings.sweep_s * (0.75 + random.random() * 0.5))
+            delay = self.settings.sweep_s * (0.75 + random.random() * 0.5)
+            if self._expiring_s is not None:  # a lease whose owner missed its renewal: sweep as it expires
+                delay = min(delay, self._expiring_s + 0.05)
+            await asyncio.sleep(delay)
             if self.draining:
                 continue
             try:
@@ -528,19 +609,30 @@ class Cluster:
                 log.warning("the ownership sweep failed: %r", error)
 
     async def sweep(self) -> int:
-        """Take every open or playing table that no process owns (its owner died); returns how many were taken."""
+        """Take every open or playing table that no process owns (its owner died), :data:`TAKE_CHUNK` at a time;
+        returns how many were taken. Also notes when the first lease whose holder missed a renewal expires
+        (``Leases.owners_and_ttls``), so that the next sweep comes right then."""
         ids = await self.store.live_table_ids()
-        owners = await self.leases.owners(ids)
-        free = [t for t, o in zip(ids, owners, strict=True) if o is None]
-        random.shuffle(free)
+        seen = await self.leases.owners_and_ttls(ids)
+        free = [t for t, (owner, _) in zip(ids, seen, strict=True) if owner is None]
+        late = [ttl for owner, ttl in seen if owner is not None and owner[0] != self.process
+                and 0 <= ttl < self.settings.lease_ms / 2]
+        self._expiring_s = min(late) / 1000.0 if late else None
+        random.shuffle(free)  # several processes sweeping at once share the work
         taken = 0
-        for table_id in free:
+        for start in range(0, len(free), TAKE_CHUNK):
             if self.draining:
                 break
+            chunk = free[start:start + TAKE_CHUNK]
             try:
-                taken += await self.take(table_id) is not None
-            except Exception as error:
-                log.warning("table %s: taking it failed: %r", table_id, error)
+                taken += len(await self.take_many(chunk))
+            except Exception as error:  # one table may hold the rest up (a lock): one at a time then
+                log.warning("taking %d tables together failed (%r): one at a time", len(chunk), error)
+                for table_id in chunk:
+                    try:
+                        taken += await self.take(table_id) is not None
+                    except Exception as one:
+                        log.warning("table %s: taking it failed: %r", table_id, one)
         return taken
 
     # -- relayed connections -------------------------------------------------------------------------

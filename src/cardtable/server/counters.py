@@ -34,11 +34,13 @@ return allowed
 
 class SharedLimits:
     """The limits of one process, counted with every other process's in ``redis``; ``life_ms``: how long a
-    connection of a process that stopped refreshing keeps counting."""
+    connection of a process that stopped refreshing keeps counting; ``control``: the client :meth:`refresh` uses
+    (the renewals'), ``redis`` by default."""
 
-    def __init__(self, redis: Redis, life_ms: int) -> None:
+    def __init__(self, redis: Redis, life_ms: int, control: Redis | None = None) -> None:
         self.redis = redis
         self.life_ms = life_ms
+        self.control = control or redis
         self.sockets: dict[str, str] = {}
         """Connection id -> address, of the connections open at this process."""
 
@@ -68,13 +70,17 @@ class SharedLimits:
             await self.redis.zrem(f"ct:sockets:{address}", conn)
 
     async def refresh(self) -> None:
-        """Keep this process's open connections counted for another ``life_ms`` (with each lease renewal)."""
+        """Keep this process's open connections counted for another ``life_ms`` (with each lease renewal): one
+        ``ZADD`` of all its connections per address, in one round trip."""
         if not self.sockets:
             return
         expires = time.time() * 1000 + self.life_ms
-        pipe = self.redis.pipeline(transaction=False)
+        by_address: dict[str, dict[str, float]] = {}
         for conn, address in self.sockets.items():
-            pipe.zadd(f"ct:sockets:{address}", {conn: expires})
+            by_address.setdefault(address, {})[conn] = expires
+        pipe = self.control.pipeline(transaction=False)
+        for address, conns in by_address.items():
+            pipe.zadd(f"ct:sockets:{address}", conns)
             pipe.pexpire(f"ct:sockets:{address}", self.life_ms * 2)
         await pipe.execute()
 

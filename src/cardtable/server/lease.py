@@ -4,22 +4,39 @@ A lease is the key ``ct:lease:{table}`` holding ``"{process}:{epoch}"``, set wit
 holds it, expiring after ``lease_ms``) and renewed by its holder well before it expires. The epoch comes from
 ``INCR ct:epoch:{table}``, so each new owner of a table has a higher epoch than the one before; the database
 (``Store.take``) keeps the epoch of the current owner and refuses the writes of an older one (the fence). Renewing
-and releasing compare the whole value first (a Lua script, atomic in Redis), so a process never extends or deletes
-a lease some other process took after its own expired.
+and releasing compare the whole value first, so a process never extends or deletes a lease some other process took
+after its own expired.
+
+Each operation is one Lua script (atomic in Redis, run by its SHA once loaded: redis-py's ``register_script``) over
+any number of tables, so taking or renewing many tables costs one round trip. The scripts touch several keys at
+once: one Redis server (or a Redis Cluster with all ``ct:`` keys in one slot), as ``docs/deploy.md`` says.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from redis.asyncio import Redis
 
 LEASE_PREFIX = "ct:lease:"
 EPOCH_PREFIX = "ct:epoch:"
 
+CHUNK = 500
+"""Most tables in one script call (each call holds Redis for its length: well under a millisecond)."""
+
+_ACQUIRE = """
+local n = #KEYS / 2
+local out = {}
+for i = 1, n do
+  local epoch = redis.call('incr', KEYS[n + i])
+  if redis.call('set', KEYS[i], ARGV[1] .. ':' .. epoch, 'NX', 'PX', ARGV[2]) then out[i] = epoch else out[i] = 0 end
+end
+return out
+"""
 _RENEW = """
-if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end
-return 0
+local lost = {}
+for i, key in ipairs(KEYS) do
+  if redis.call('get', key) == ARGV[i + 1] then redis.call('pexpire', key, ARGV[1]) else lost[#lost + 1] = i end
+end
+return lost
 """
 _RELEASE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
@@ -33,6 +50,14 @@ _RAISE_EPOCH = """
 local now = tonumber(redis.call('get', KEYS[1]) or '0')
 if now < tonumber(ARGV[1]) then redis.call('set', KEYS[1], ARGV[1]) end
 return 1
+"""
+_OWNERS_AND_TTLS = """
+local out = {}
+for i, key in ipairs(KEYS) do
+  out[2 * i - 1] = redis.call('get', key) or false
+  out[2 * i] = redis.call('pttl', key)
+end
+return out
 """
 
 
@@ -50,6 +75,10 @@ def parse_lease(value: bytes | str | None) -> tuple[str, int] | None:
     return process, int(epoch)
 
 
+def _chunks(items: list[str]) -> list[list[str]]:
+    return [items[i:i + CHUNK] for i in range(0, len(items), CHUNK)]
+
+
 class Leases:
     """One process's view of the leases: ``process`` is its id, ``lease_ms`` how long a lease lives unrenewed."""
 
@@ -57,40 +86,48 @@ class Leases:
         self.redis = redis
         self.process = process
         self.lease_ms = lease_ms
+        self._acquire = redis.register_script(_ACQUIRE)
+        self._renew = redis.register_script(_RENEW)
+        self._release = redis.register_script(_RELEASE)
+        self._replace = redis.register_script(_REPLACE)
+        self._raise_epoch = redis.register_script(_RAISE_EPOCH)
+        self._owners_and_ttls = redis.register_script(_OWNERS_AND_TTLS)
 
     async def acquire(self, table_id: str) -> int | None:
         """Take the lease of ``table_id`` if nobody holds it: returns the new epoch, or ``None`` if it is held."""
-        epoch = int(await self.redis.incr(EPOCH_PREFIX + table_id))
-        taken = await self.redis.set(LEASE_PREFIX + table_id, lease_value(self.process, epoch), nx=True,
-                                     px=self.lease_ms)
-        return epoch if taken else None
+        return (await self.acquire_many([table_id])).get(table_id)
+
+    async def acquire_many(self, table_ids: list[str]) -> dict[str, int]:
+        """Take the lease of each of ``table_ids`` that nobody holds, in one round trip (per :data:`CHUNK`):
+        table id -> its new epoch, for the leases taken. Each table's epoch counter goes up either way."""
+        taken: dict[str, int] = {}
+        for chunk in _chunks(table_ids):
+            keys = [LEASE_PREFIX + t for t in chunk] + [EPOCH_PREFIX + t for t in chunk]
+            epochs = await self._acquire(keys=keys, args=[self.process, self.lease_ms])
+            taken.update((t, int(e)) for t, e in zip(chunk, epochs, strict=True) if int(e))
+        return taken
 
     async def move_epoch(self, table_id: str, old: int, new: int) -> bool:
         """The database gave a higher epoch ``new`` than Redis counted (``old``): write it into the lease (if it
         is still ours) and the counter. Returns whether the lease is still ours."""
-        await self._eval(_RAISE_EPOCH, EPOCH_PREFIX + table_id, new)
-        done = await self._eval(_REPLACE, LEASE_PREFIX + table_id, lease_value(self.process, old),
-                                lease_value(self.process, new), self.lease_ms)
+        await self._raise_epoch(keys=[EPOCH_PREFIX + table_id], args=[new])
+        done = await self._replace(keys=[LEASE_PREFIX + table_id], args=[
+            lease_value(self.process, old), lease_value(self.process, new), self.lease_ms])
         return bool(done)
 
     async def renew(self, held: dict[str, int]) -> set[str]:
-        """Extend every lease in ``held`` (table id -> epoch) by ``lease_ms``, in one round trip; returns the
-        tables whose lease is no longer ours (expired, or taken by another process)."""
-        if not held:
-            return set()
-        pipe = self.redis.pipeline(transaction=False)
-        ids = list(held)
-        for table_id in ids:
-            pipe.eval(_RENEW, 1, LEASE_PREFIX + table_id, lease_value(self.process, held[table_id]), self.lease_ms)
-        results = await pipe.execute()
-        return {table_id for table_id, ok in zip(ids, results, strict=True) if not ok}
+        """Extend every lease in ``held`` (table id -> epoch) by ``lease_ms``, in one round trip (per
+        :data:`CHUNK`); returns the tables whose lease is no longer ours (expired, or taken by another process)."""
+        lost: set[str] = set()
+        for chunk in _chunks(list(held)):
+            args: list[str | int] = [self.lease_ms, *(lease_value(self.process, held[t]) for t in chunk)]
+            gone = await self._renew(keys=[LEASE_PREFIX + t for t in chunk], args=args)
+            lost.update(chunk[int(i) - 1] for i in gone)
+        return lost
 
     async def release(self, table_id: str, epoch: int) -> bool:
         """Give up the lease of ``table_id`` at once if it is still ours; returns whether it was."""
-        return bool(await self._eval(_RELEASE, LEASE_PREFIX + table_id, lease_value(self.process, epoch)))
-
-    async def _eval(self, script: str, key: str, *args: Any) -> Any:
-        return await self.redis.eval(script, 1, key, *args)
+        return bool(await self._release(keys=[LEASE_PREFIX + table_id], args=[lease_value(self.process, epoch)]))
 
     async def owner(self, table_id: str) -> tuple[str, int] | None:
         """``(process, epoch)`` holding the lease of ``table_id``, or ``None``."""
@@ -102,3 +139,13 @@ class Leases:
             return []
         values = await self.redis.mget([LEASE_PREFIX + t for t in table_ids])
         return [parse_lease(v) for v in values]
+
+    async def owners_and_ttls(self, table_ids: list[str]) -> list[tuple[tuple[str, int] | None, int]]:
+        """:meth:`owner` of each table and the milliseconds its lease has left (negative without a lease), in one
+        round trip (per :data:`CHUNK`). A lease renewed on time never has less than two thirds of ``lease_ms``
+        left: less says its holder missed a renewal (stopped, paused or cut off)."""
+        out: list[tuple[tuple[str, int] | None, int]] = []
+        for chunk in _chunks(table_ids):
+            flat = await self._owners_and_ttls(keys=[LEASE_PREFIX + t for t in chunk])
+            out.extend((parse_lease(flat[i]), int(flat[i + 1])) for i in range(0, len(flat), 2))
+        return out

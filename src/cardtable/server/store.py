@@ -3,6 +3,11 @@
 Every write goes through one writer task that batches whatever is waiting into a single transaction (group
 commit), so a burst of actions from many tables costs one commit. :meth:`Store.write` returns once the
 transaction holding the write has committed: the server acknowledges an action only after that.
+
+A group commit costs a handful of statements whatever its size: one owner check (the fence) over every fenced
+table of the batch, the batch's other writes, and one insert for all its actions (on PostgreSQL one ``unnest``
+statement over arrays, elsewhere one executemany). A write whose table has a newer owner fails alone with
+:class:`Fenced`; the rest of the batch commits.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any
 import msgspec
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import and_, bindparam, case, create_engine, event, make_url, or_, select, update
+from sqlalchemy import and_, case, create_engine, event, make_url, or_, select, text, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
@@ -138,10 +143,77 @@ def _run_migrations(connection: Connection) -> None:
     command.upgrade(config, "head")
 
 
-def _transaction(conn: Connection, fns: list[WriteFn]) -> None:
-    with conn.begin():
-        for fn in fns:
-            fn(conn)
+ActionParams = tuple[str, int, int, int | None, int, str, int | None]
+"""One stored action as the insert takes it: ``(table_id, hand, idx, seat, ms, action as JSON text, epoch)``."""
+
+_ACTION_COLUMNS = ("table_id", "hand", "idx", "seat", "ms", "action", "epoch")
+
+_PG_ROWS = (
+    "unnest(CAST(:table_id AS VARCHAR[]), CAST(:hand AS INTEGER[]), CAST(:idx AS INTEGER[]), "
+    "CAST(:seat AS INTEGER[]), CAST(:ms AS BIGINT[]), CAST(:action AS TEXT[]), CAST(:epoch AS BIGINT[])) "
+    "AS r (table_id, hand, idx, seat, ms, action, epoch)"
+)
+_PG_INSERT = ("INSERT INTO actions (table_id, hand, idx, seat, ms, action, epoch) "
+              f"SELECT r.table_id, r.hand, r.idx, r.seat, r.ms, CAST(r.action AS JSON), r.epoch FROM {_PG_ROWS}")
+_PG_FENCE = "SELECT id, epoch FROM tables WHERE id = ANY(CAST(:ids AS VARCHAR[])) ORDER BY id FOR NO KEY UPDATE"
+
+PG_FENCE = text(_PG_FENCE)
+"""PostgreSQL: the owner check of a group commit: the stored epoch of each table in ``ids``, their rows locked
+until the commit (``FOR NO KEY UPDATE``, the lock an ``UPDATE`` of the row takes, without writing a new row
+version), in id order, so that two owners' batches never wait on each other in a cycle."""
+
+PG_INSERT_ACTIONS = text(_PG_INSERT)
+"""PostgreSQL: every action of a group commit in one statement, one array per column (``unnest``): one statement
+to plan and run, not one per row."""
+
+PG_INSERT_ACTIONS_FENCED = text(
+    f"WITH owned AS ({_PG_FENCE}), stored AS ({_PG_INSERT} WHERE r.epoch IS NULL OR EXISTS "
+    "(SELECT FROM owned WHERE owned.id = r.table_id AND owned.epoch = r.epoch)) SELECT id, epoch FROM owned"
+)
+"""PostgreSQL: a group commit of actions only, as one statement run on its own (its own transaction: one round
+trip): :data:`PG_FENCE` and :data:`PG_INSERT_ACTIONS` together, the rows of a table whose stored epoch is not
+theirs left out; returns the stored epochs as :data:`PG_FENCE` does."""
+
+
+@dataclass(slots=True, eq=False)
+class _Write:
+    """One queued write: either ``fn`` or the action rows ``actions``; ``epoch`` is the owner epoch of
+    ``table_id`` it is fenced at (``None``: not fenced), taken when the write was queued."""
+
+    future: asyncio.Future[None]
+    fn: WriteFn | None = None
+    actions: list[ActionParams] | None = None
+    table_id: str | None = None
+    epoch: int | None = None
+
+
+def _columns(rows: list[ActionParams]) -> dict[str, Any]:
+    """Action rows as one list per column (the arrays of :data:`PG_INSERT_ACTIONS`), by column name."""
+    return dict(zip(_ACTION_COLUMNS, map(list, zip(*rows, strict=True)), strict=True))
+
+
+def _refused(batch: list[_Write], stored: dict[str, int]) -> list[_Write]:
+    """The fenced writes of ``batch`` whose table's stored epoch (``stored``: table id -> epoch) is not theirs."""
+    return [w for w in batch if w.epoch is not None and stored.get(str(w.table_id)) != w.epoch]
+
+
+async def _close_quietly(conn: AsyncConnection | None) -> None:
+    """Close a connection that failed (its errors, the database being away, do not matter any more)."""
+    if conn is not None:
+        with contextlib.suppress(Exception):
+            await conn.close()
+
+
+def _settle(batch: list[_Write], refused: list[_Write]) -> None:
+    """After the commit of ``batch``: its writes refused by the fence fail with :class:`Fenced`, the rest are done."""
+    failed = set(refused)
+    for write in batch:
+        if write.future.done():
+            continue
+        if write in failed:
+            write.future.set_exception(Fenced(str(write.table_id), int(write.epoch or 0)))
+        else:
+            write.future.set_result(None)
 
 
 class Store:
@@ -149,14 +221,21 @@ class Store:
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
-        self._queue: asyncio.Queue[tuple[WriteFn, asyncio.Future[None]]] = asyncio.Queue()
+        self._queue: asyncio.Queue[_Write] = asyncio.Queue()
         self._writer: asyncio.Task[None] | None = None
         self._checkpointer: asyncio.Task[None] | None = None
         self._conn: AsyncConnection | None = None
+        """The writer's connection (not SQLite)."""
+        self._auto: AsyncConnection | None = None
+        """PostgreSQL through asyncpg: the writer's connection in autocommit, for a batch of actions only."""
+        self._driver: Any = None
+        """The asyncpg connection of :attr:`_auto`."""
+        self._compiled: dict[Any, tuple[str, tuple[str, ...]] | None] = {}
+        self._busy = False
         self._sync_engine: Engine | None = None
         self._sync_conn: Connection | None = None
-        self._insert_actions_sql: str | None = None
-        self._fence_sql: tuple[str, list[str]] | None = None
+        self._postgresql = engine.dialect.name == "postgresql"
+        self._asyncpg = self._postgresql and engine.dialect.driver == "asyncpg"
         self.fences: dict[str, int] = {}
         """Table id -> this process's owner epoch, for tables it owns when several processes serve: every write
         for such a table checks, in its transaction, that ``tables.epoch`` still holds it (else :class:`Fenced`)."""
@@ -182,14 +261,6 @@ class Store:
                 await conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
             await conn.run_sync(_run_migrations)
         store = cls(engine)
-        compiled = schema.actions.insert().compile(dialect=engine.dialect)
-        if compiled.positiontup == ["table_id", "hand", "idx", "seat", "ms", "action", "epoch"]:
-            store._insert_actions_sql = str(compiled)
-        t = schema.tables
-        fence = update(t).where(t.c.id == bindparam("table_id"), t.c.epoch == bindparam("epoch")).values(
-            epoch=bindparam("epoch")).compile(dialect=engine.dialect)
-        if fence.positiontup is not None:
-            store._fence_sql = (str(fence), list(fence.positiontup))
         if engine.dialect.name == "sqlite":
             sync_engine = create_engine(
                 make_url(url).set(drivername="sqlite"), json_serializer=_json_dumps,
@@ -198,8 +269,6 @@ class Store:
             event.listen(sync_engine, "connect", _set_sqlite_pragmas)
             store._sync_engine = sync_engine
             store._sync_conn = sync_engine.connect()
-        else:
-            store._conn = await engine.connect()
         store._writer = asyncio.create_task(store._write_loop(), name="cardtable-store-writer")
         if engine.dialect.name == "sqlite":
             store._checkpointer = asyncio.create_task(store._checkpoint_loop(), name="cardtable-store-checkpoint")
@@ -230,15 +299,16 @@ class Store:
     async def close(self) -> None:
         """Finish the queued writes, stop the writer and dispose of the engine."""
         if self._writer is not None:
-            while not self._queue.empty():
+            while not self._queue.empty() or self._busy:
                 await asyncio.sleep(0.01)
         for task in (self._writer, self._checkpointer):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        if self._conn is not None:
-            await self._conn.close()
+        for conn in (self._conn, self._auto):
+            if conn is not None:
+                await conn.close()
         if self._sync_conn is not None:
             self._sync_conn.close()
         if self._sync_engine is not None:
@@ -249,86 +319,169 @@ class Store:
 
     def write(self, fn: WriteFn) -> asyncio.Future[None]:
         """Queue ``fn`` for the next group commit; the future resolves once it is committed (or fails)."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._queue.put_nowait((fn, future))
-        return future
+        return self._queue_write(_Write(asyncio.get_running_loop().create_future(), fn=fn))
+
+    def _queue_write(self, write: _Write) -> asyncio.Future[None]:
+        self._queue.put_nowait(write)
+        return write.future
+
+    def _fenced(self, table_id: str, fn: WriteFn) -> asyncio.Future[None]:
+        """Queue ``fn``, a write for ``table_id``: when this process owns the table among several (a fence in
+        :attr:`fences`), it is stored only if the table row still holds that epoch at the commit (else the future
+        fails with :class:`Fenced` and nothing of ``fn`` is stored)."""
+        return self._queue_write(_Write(asyncio.get_running_loop().create_future(), fn=fn, table_id=table_id,
+                                        epoch=self.fences.get(table_id)))
 
     async def _write_loop(self) -> None:
         while True:
             batch = [await self._queue.get()]
             while len(batch) < MAX_BATCH and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
+            self._busy = True
             try:
-                await self._commit(batch)
-            except Exception:
-                log.exception("group commit of %d writes failed; retrying one by one", len(batch))
-                for item in batch:
-                    try:
-                        await self._commit([item])
-                    except Exception as error:
-                        if not item[1].done():
-                            item[1].set_exception(error)
-                continue
-            for _, future in batch:
-                if not future.done():
-                    future.set_result(None)
+                await self._commit_and_settle(batch)
+            finally:
+                self._busy = False
 
-    async def _commit(self, batch: list[tuple[WriteFn, asyncio.Future[None]]]) -> None:
-        fns = [fn for fn, _ in batch]
+    async def _commit_and_settle(self, batch: list[_Write]) -> None:
+        try:
+            refused = await self._commit(batch)
+        except Exception:
+            log.exception("group commit of %d writes failed; retrying one by one", len(batch))
+            for write in batch:
+                try:
+                    refused = await self._commit([write])
+                except Exception as error:
+                    if not write.future.done():
+                        write.future.set_exception(error)
+                    continue
+                _settle([write], refused)
+            return
+        _settle(batch, refused)
+
+    async def _commit(self, batch: list[_Write]) -> list[_Write]:
+        """Run ``batch`` in one transaction; returns its writes refused by the fence (nothing of them stored).
+        Raises whatever the database raised (nothing of the batch stored)."""
         if self._sync_conn is not None:
-            _transaction(self._sync_conn, fns)
+            refused = self._transaction(self._sync_conn, batch)
+        elif self._asyncpg and all(w.actions is not None for w in batch):
+            refused = await self._actions_alone(batch)
         else:
-            if self._conn is None:  # the last commit lost its connection (the database restarted): a new one
+            if self._conn is None:  # the first commit, or the last lost its connection (the database restarted)
                 self._conn = await self.engine.connect()
             try:
-                await self._conn.run_sync(_transaction, fns)
-            except Exception:
+                refused = await self._conn.run_sync(self._transaction, batch)
+            except Exception:  # the next commit opens a new connection (the database may have restarted)
                 conn, self._conn = self._conn, None
-                with contextlib.suppress(Exception):
-                    await conn.close()
+                await _close_quietly(conn)
                 raise
         self.commits += 1
-        if len(batch) == 1:
-            future = batch[0][1]
-            if not future.done():
-                future.set_result(None)
+        return refused
 
-    def _fenced(self, table_id: str, fn: WriteFn) -> WriteFn:
-        """``fn`` preceded, in the same transaction, by the owner check of ``table_id`` when it is fenced: the
-        table row must still hold this process's epoch (the update also locks the row until the commit, so a new
-        owner's :meth:`take` waits for it, and then sees everything it stored)."""
-        epoch = self.fences.get(table_id)
-        if epoch is None:
-            return fn
-        t = schema.tables
-        compiled = self._fence_sql
+    async def _actions_alone(self, batch: list[_Write]) -> list[_Write]:
+        """PostgreSQL through asyncpg, a batch of actions only: :data:`PG_INSERT_ACTIONS_FENCED`, one statement
+        run on its own (its own transaction: one round trip), straight on the asyncpg connection of a connection
+        held in autocommit (SQLAlchemy's ``driver_connection``: no greenlet, no execution context per commit)."""
+        values = _columns([row for write in batch for row in write.actions or ()])
+        values["ids"] = sorted({w.table_id for w in batch if w.epoch is not None})
+        compiled = self._driver_sql(PG_INSERT_ACTIONS_FENCED)
+        assert compiled is not None  # asyncpg's parameters are positional ($1)
+        sql, names = compiled
+        try:
+            if self._auto is None:
+                self._auto = await (await self.engine.connect()).execution_options(isolation_level="AUTOCOMMIT")
+                self._driver = (await self._auto.get_raw_connection()).driver_connection
+            stored = {str(i): int(e) for i, e in await self._driver.fetch(sql, *(values[name] for name in names))}
+        except Exception:  # as above: a new connection next time
+            conn, self._auto = self._auto, None
+            await _close_quietly(conn)
+            raise
+        return _refused(batch, stored)
 
-        def fenced(conn: Connection) -> None:
-            if compiled is not None:  # the hot path (one per write): a statement compiled once, as insert_actions
-                sql, order = compiled
-                values = {"table_id": table_id, "epoch": epoch}
-                result = conn.exec_driver_sql(sql, tuple(values[name] for name in order))
-            else:
-                result = conn.execute(update(t).where(t.c.id == table_id, t.c.epoch == epoch).values(epoch=epoch))
-            if result.rowcount != 1:
-                raise Fenced(table_id, epoch)
-            fn(conn)
+    def _transaction(self, conn: Connection, batch: list[_Write]) -> list[_Write]:
+        """The group commit on the (synchronous) connection: the fence, then the writes in order, then every
+        action in one insert (last, so that a table created in the same batch exists first)."""
+        with conn.begin():
+            refused = self._fence(conn, batch)
+            skip = set(refused)
+            rows: list[ActionParams] = []
+            for write in batch:
+                if write in skip:
+                    continue
+                if write.fn is not None:
+                    write.fn(conn)
+                elif write.actions is not None:
+                    rows.extend(write.actions)
+            if rows:
+                self._insert_action_rows(conn, rows)
+        return refused
 
-        return fenced
+    def _fence(self, conn: Connection, batch: list[_Write]) -> list[_Write]:
+        """The owner check of every fenced table of ``batch``, in one statement that also locks their rows until
+        the commit (so a new owner's :meth:`take` waits for this transaction, then sees all it stored): the
+        writes whose table row no longer holds their epoch (a newer owner took it, or it is gone)."""
+        ids = sorted({w.table_id for w in batch if w.epoch is not None and w.table_id is not None})
+        if not ids:
+            return []
+        if self._postgresql:
+            result = self._run(conn, PG_FENCE, {"ids": ids})
+        else:  # SQLite: the update takes the database's write lock first, which is its only lock
+            t = schema.tables
+            result = conn.execute(update(t).where(t.c.id.in_(ids)).values(epoch=t.c.epoch).returning(t.c.id, t.c.epoch))
+        return _refused(batch, {str(i): int(e) for i, e in result})
+
+    def _insert_action_rows(self, conn: Connection, rows: list[ActionParams]) -> None:
+        if self._postgresql:
+            self._run(conn, PG_INSERT_ACTIONS, _columns(rows))
+            return
+        compiled = self._driver_sql(schema.actions.insert())
+        if compiled is not None and compiled[1] == _ACTION_COLUMNS:  # parameters in column order, as the rows
+            conn.exec_driver_sql(compiled[0], rows if len(rows) > 1 else rows[0])
+        else:
+            conn.execute(schema.actions.insert(), [
+                {**dict(zip(_ACTION_COLUMNS, row, strict=True)), "action": msgspec.json.decode(row[5])}
+                for row in rows])
+
+    def _driver_sql(self, statement: Any) -> tuple[str, tuple[str, ...]] | None:
+        """``statement`` compiled once for this database: its SQL and parameter names in order, for
+        ``exec_driver_sql`` (no compiling nor cache lookup per commit); ``None`` when the driver's parameters
+        are not positional."""
+        if statement not in self._compiled:
+            compiled = statement.compile(dialect=self.engine.dialect)
+            positions = compiled.positiontup
+            self._compiled[statement] = None if positions is None else (str(compiled), tuple(positions))
+        return self._compiled[statement]
+
+    def _run(self, conn: Connection, statement: Any, values: dict[str, Any]) -> Any:
+        """Run ``statement`` (a write path statement: no type processing) with ``values``; returns its result."""
+        compiled = self._driver_sql(statement)
+        if compiled is None:
+            return conn.execute(statement, values)
+        return conn.exec_driver_sql(compiled[0], tuple(values[name] for name in compiled[1]))
 
     async def take(self, table_id: str, epoch: int) -> int | None:
         """Make this process the owner of ``table_id`` at the database: its ``tables.epoch`` becomes ``epoch``, or
         one more than the stored one if that is already as high (Redis may have restarted and counted again).
         Returns the epoch now stored, or ``None`` when the table is unknown or no longer open or in play. From then
         on the previous owner's writes are refused (:class:`Fenced`)."""
+        return (await self.take_many({table_id: epoch})).get(table_id)
+
+    async def take_many(self, epochs: dict[str, int]) -> dict[str, int]:
+        """:meth:`take` of every table in ``epochs`` (table id -> epoch) in one transaction, the rows in id order
+        (as the writer's fence locks them, so the two never wait on each other in a cycle): table id -> the epoch
+        now stored, for the tables open or in play."""
         t = schema.tables
+        taken: dict[str, int] = {}
         async with self.engine.begin() as conn:
-            result = await conn.execute(
-                update(t).where(t.c.id == table_id, t.c.status.in_(("open", "playing")))
-                .values(epoch=case((t.c.epoch >= epoch, t.c.epoch + 1), else_=epoch)).returning(t.c.epoch)
-            )
-            row = result.first()
-        return None if row is None else int(row[0])
+            for table_id in sorted(epochs):
+                epoch = epochs[table_id]
+                row = (await conn.execute(
+                    update(t).where(t.c.id == table_id, t.c.status.in_(("open", "playing")))
+                    .values(epoch=case((t.c.epoch >= epoch, t.c.epoch + 1), else_=epoch)).returning(t.c.epoch)
+                )).first()
+                if row is not None:
+                    taken[table_id] = int(row[0])
+        return taken
 
     async def live_table_ids(self) -> list[str]:
         """Ids of the tables open or in play (which some process should own), oldest first."""
@@ -370,7 +523,7 @@ class Store:
                         left=int(seat.left))
             )
 
-        return self.write(self._fenced(table_id, fn))
+        return self._fenced(table_id, fn)
 
     def update_status(
         self, table_id: str, status: str, *, finished: str | None = None, hands_played: int | None = None,
@@ -384,7 +537,7 @@ class Store:
                 values.update(finished=finished, hands=hands_played, totals=totals, winners=winners)
             conn.execute(update(schema.tables).where(schema.tables.c.id == table_id).values(**values))
 
-        return self.write(self._fenced(table_id, fn))
+        return self._fenced(table_id, fn)
 
     def insert_hand(self, table_id: str, hand: int, deal: dict[str, Any]) -> asyncio.Future[None]:
         """Store hand number ``hand`` (from 0) with its deal."""
@@ -392,35 +545,23 @@ class Store:
         def fn(conn: Connection) -> None:
             conn.execute(schema.hands.insert().values(table_id=table_id, hand=hand, deal=deal))
 
-        return self.write(self._fenced(table_id, fn))
+        return self._fenced(table_id, fn)
 
     def insert_actions(
         self, table_id: str, hand: int, rows: list[tuple[int, int | None, int, dict[str, Any]]]
     ) -> asyncio.Future[None]:
         """Append actions ``(index, seat, ms, action)`` to hand ``hand``."""
-
-        sql = self._insert_actions_sql
         epoch = self.fences.get(table_id)
-
-        def fn(conn: Connection) -> None:
-            if sql is not None:  # the hot path: a statement compiled once, parameters in column order
-                params = [(table_id, hand, i, s, ms, _json_dumps(a), epoch) for i, s, ms, a in rows]
-                conn.exec_driver_sql(sql, params if len(params) > 1 else params[0])
-                return
-            conn.execute(
-                schema.actions.insert(),
-                [{"table_id": table_id, "hand": hand, "idx": i, "seat": s, "ms": ms, "action": a, "epoch": epoch}
-                 for i, s, ms, a in rows],
-            )
-
-        return self.write(self._fenced(table_id, fn))
+        params = [(table_id, hand, i, s, ms, _json_dumps(a), epoch) for i, s, ms, a in rows]
+        return self._queue_write(_Write(asyncio.get_running_loop().create_future(), actions=params,
+                                        table_id=table_id, epoch=epoch))
 
     # -- reading ---------------------------------------------------------------------------------------
 
     async def load_tables(self, *, statuses: tuple[str, ...] | None = None, table_id: str | None = None,
-                          with_hands: bool = False, newest_first: bool = False,
+                          table_ids: list[str] | None = None, with_hands: bool = False, newest_first: bool = False,
                           limit: int | None = None, before: tuple[str, str] | None = None) -> list[TableRow]:
-        """Tables by status or id, with their seats and, if ``with_hands``, their hands and actions in order.
+        """Tables by status, id or ids, with their seats and, if ``with_hands``, their hands and actions in order.
 
         ``newest_first``: by ``finished`` time then id, both descending (else by ``created`` then id);
         ``before``: only tables after ``(finished, id)`` in that order (the next page)."""
@@ -430,6 +571,8 @@ class Store:
             query = query.where(t.c.status.in_(statuses))
         if table_id is not None:
             query = query.where(t.c.id == table_id)
+        if table_ids is not None:
+            query = query.where(t.c.id.in_(table_ids))
         if before is not None:
             query = query.where(or_(t.c.finished < before[0], and_(t.c.finished == before[0], t.c.id < before[1])))
         query = query.order_by(*((t.c.finished.desc(), t.c.id.desc()) if newest_first else (t.c.created, t.c.id)))
