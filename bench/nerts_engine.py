@@ -3,8 +3,10 @@
 Run: ``.venv/bin/python bench/nerts_engine.py [--hands 100] [--seed 1]``
 
 Prints hands per second (goal: at least 20), microseconds per ``legal_actions`` / ``apply`` / ``view`` call
-measured inside those hands, and, measured in the same run as a baseline, the cost of dealing a hand
-(``start_hand`` from explicit packs) and of ``copy.deepcopy`` of a mid-hand state, with the ratios.
+measured inside those hands, the engine's share of one table update (after each applied action, every seat's
+``legal_actions`` and ``view`` and a spectator's ``view``, as ``server/table.py`` sends them), and, measured in the
+same run as a baseline, the cost of dealing a hand (``start_hand`` from explicit packs) and of ``copy.deepcopy``
+of a mid-hand state, with the ratios.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import argparse
 import copy
 import time
+from typing import Any
 
 from cardtable.bots.nerts import GreedyBot
 from cardtable.games.nerts import NertsMatch, NertsOptions, NertsState
@@ -43,12 +46,16 @@ def main() -> None:
     print(f"actions: {actions / args.hands:.0f} per hand, {actions / elapsed:.0f} applied per second")
 
     # 2. per call, replaying the same kind of hands step by step
-    legal_t = apply_t = view_t = 0.0
+    legal_t = apply_t = view_t = update_t = 0.0
     legal_n = apply_n = view_n = 0
     mid_states: list[NertsState] = []
+    hands: list[tuple[dict[str, Any], list[tuple[int | None, dict[str, Any], int]]]] = []
     for i in range(min(args.hands, 30)):
         match = NertsMatch(options)
-        state = match.start_hand(match.deal_cards(args.seed + i))
+        deal = match.deal_cards(args.seed + i)
+        state = match.start_hand(deal)
+        played: list[tuple[int | None, dict[str, Any], int]] = []
+        hands.append((deal, played))
         bots = [GreedyBot(i * 10 + s) for s in range(4)]
         ms = 0
         idle = 0
@@ -58,6 +65,7 @@ def main() -> None:
             due = state.clock_action()
             if due is not None and due[0] <= ms:
                 state.apply(None, due[1], max(due[0], state.ms))
+                played.append((None, due[1], max(due[0], state.ms)))
                 continue
             t0 = time.perf_counter()
             legal = state.legal_actions(seat, ms)
@@ -77,11 +85,30 @@ def main() -> None:
             state.apply(seat, action, ms)
             apply_t += time.perf_counter() - t3
             apply_n += 1
+            played.append((seat, action, ms))
             if apply_n % 97 == 0 and len(mid_states) < 20:
                 mid_states.append(copy.deepcopy(state))
     legal_us = legal_t / legal_n * 1e6
     print(f"legal_actions: {legal_us:.1f} us per call ({legal_n} calls)")
     print(f"apply: {apply_t / apply_n * 1e6:.1f} us per call; view: {view_t / view_n * 1e6:.1f} us per call")
+    # the same hands again: after each applied action, what the table server asks for (docs/protocol.md, "update");
+    # the best of three passes, as the figure least disturbed by other work on the machine
+    for _ in range(3):
+        spent, updates = 0.0, 0
+        for deal, played in hands:
+            state = NertsMatch(options).start_hand(deal)
+            for seat, action, ms in played:
+                state.apply(seat, action, ms)
+                t0 = time.perf_counter()
+                for viewer in range(4):
+                    state.legal_actions(viewer)
+                    state.view(viewer)
+                state.view(None)
+                spent += time.perf_counter() - t0
+                updates += 1
+        update_t = spent if not update_t else min(update_t, spent)
+    print(f"one table update (4 seats' legal_actions and views, a spectator's view): "
+          f"{update_t / updates * 1e6:.1f} us per applied action")
 
     # 3. baseline in the same run: dealing, and deep-copying a mid-hand state
     match = NertsMatch(options)

@@ -234,3 +234,30 @@ def test_legal_actions_are_all_accepted() -> None:
 
 def _clone(state: NertsState) -> NertsState:
     return copy.deepcopy(state)
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(
+    opts=options(),
+    seed=st.integers(0, 2**32),
+    steps=st.lists(st.tuples(st.integers(0, 7), st.integers(0, 10**6), st.integers(0, 120)), max_size=50),
+    later=st.lists(st.integers(0, 700), min_size=1, max_size=3),
+)
+def test_what_is_kept_between_calls_matches_a_fresh_replay(
+    opts: NertsOptions, seed: int, steps: list[tuple[int, int, int]], later: list[int]
+) -> None:
+    """Legal actions and views are kept between calls (per layout until it changes, the shared view until the next
+    action): asked after every action, for every seat and at later times (the tie and in-flight windows), they
+    equal, in order, what a fresh replay of the same actions computes from nothing."""
+    _, deal, log = drive(opts, seed, steps)
+    state = NertsMatch(opts).start_hand(deal)
+    for i, (seat, action, ms) in enumerate(log):
+        state.apply(seat, action, ms)
+        fresh = NertsMatch(opts).start_hand(deal)
+        for step in log[: i + 1]:
+            fresh.apply(*step)
+        for viewer in range(opts.players):
+            for t in (None, *(ms + dt for dt in later)):
+                assert state.legal_actions(viewer, t) == fresh.legal_actions(viewer, t)
+        for viewer in (None, *range(opts.players)):
+            assert state.view(viewer) == fresh.view(viewer)

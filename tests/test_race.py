@@ -111,6 +111,35 @@ def test_an_earlier_sent_far_play_goes_first_and_the_near_one_waits_at_most_the_
     assert orderer.release(1120) == [("near", 1000)]
 
 
+def test_a_changed_delay_changes_how_long_the_next_racing_play_waits() -> None:
+    # the same delay set again (the table does it at every play) changes nothing; a new one counts at once
+    orderer: RaceOrderer[str] = RaceOrderer()
+    orderer.set_delay(0, 0)
+    orderer.set_delay(1, 40)
+    orderer.submit("near", 0, 1000, FOUNDATION)
+    assert orderer.next_due() == 1040
+    assert orderer.release(1040) == [("near", 1000)]
+    orderer.set_delay(1, 40)
+    orderer.submit("near again", 0, 2000, FOUNDATION)
+    assert orderer.next_due() == 2040
+    assert orderer.release(2040) == [("near again", 2000)]
+    orderer.set_delay(1, 130)  # seat 1 is farther now
+    orderer.submit("near last", 0, 3000, FOUNDATION)
+    assert orderer.next_due() == 3130
+    orderer.set_delay(1, 0)
+    orderer.set_delay(2, 70)
+    assert orderer.horizon(0) == 70 and orderer.horizon(2) == 0
+
+
+def test_the_estimate_follows_each_new_round_trip() -> None:
+    est = DelayEstimator(window=4)
+    assert est.estimate() == 0
+    est.add(100)
+    assert est.estimate() == 50
+    est.add(20)
+    assert est.estimate() == 10  # the lower quartile of (100, 20)
+
+
 def test_a_play_that_does_not_race_is_not_held_but_keeps_its_seats_order() -> None:
     orderer: RaceOrderer[str] = RaceOrderer()
     orderer.set_delay(0, 0)

@@ -90,12 +90,14 @@ class DelayEstimator:
         self.cap_ms = cap_ms
         self.quantile = quantile
         self._samples: deque[float] = deque(maxlen=window)
+        self._estimate: int | None = None  # kept until the next sample: asked for at every play of the connection
 
     def add(self, rtt_ms: float) -> None:
         """Record one round trip in ms; ``ValueError`` (and nothing recorded) for a negative or non-finite one."""
         if not isinstance(rtt_ms, int | float) or isinstance(rtt_ms, bool) or not math.isfinite(rtt_ms) or rtt_ms < 0:
             raise ValueError(f"a round trip is a finite number of ms, 0 or more, not {rtt_ms!r}")
         self._samples.append(float(rtt_ms))
+        self._estimate = None
 
     @property
     def samples(self) -> int:
@@ -104,11 +106,14 @@ class DelayEstimator:
 
     def estimate(self) -> int:
         """The one-way delay in whole ms, ``0 <= estimate <= cap_ms``."""
-        if not self._samples:
-            return 0
-        ordered = sorted(self._samples)
-        low = ordered[int(self.quantile * (len(ordered) - 1))]
-        return min(self.cap_ms, round(low / 2))
+        known = self._estimate
+        if known is None:
+            if not self._samples:
+                return 0
+            ordered = sorted(self._samples)
+            low = ordered[int(self.quantile * (len(ordered) - 1))]
+            known = self._estimate = min(self.cap_ms, round(low / 2))
+        return known
 
 
 def race_keys(action: Mapping[str, Any], shared_layout: bool = False, pack: int = 0) -> frozenset[str]:
@@ -174,8 +179,10 @@ class RaceOrderer(Generic[T]):
 
     def set_delay(self, seat: int, delay_ms: int) -> None:
         """``seat``'s estimated one-way delay in ms (clipped to ``0..cap_ms``); takes effect for later plays."""
-        self._delays[seat] = max(0, min(int(delay_ms), self.cap_ms))
-        self._horizons = {}
+        delay = max(0, min(int(delay_ms), self.cap_ms))
+        if self._delays.get(seat) != delay:  # the table sets it at every play: most often unchanged
+            self._delays[seat] = delay
+            self._horizons = {}
 
     def delay(self, seat: int | None) -> int:
         """The compensation ``seat``'s plays get, in ms (0 for the table and for a seat never set)."""

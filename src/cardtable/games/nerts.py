@@ -342,7 +342,8 @@ class _Foundation:
         self.finished = False
 
 
-_WORK_REFS = {f"work:{j}": j for j in range(6)}
+_WORK_NAMES = [f"work:{j}" for j in range(6)]
+_WORK_REFS = {name: j for j, name in enumerate(_WORK_NAMES)}
 _MOVE_KEYS = frozenset({"type", "from", "to", "count", "as"})
 _UNDER_KEYS = frozenset({"type", "from", "to"})
 
@@ -383,9 +384,17 @@ class NertsState:
         self._rotated = False
         self._moved_since_rotate = False
         self._actions = 0
-        # view cache: per layout and per foundation, rebuilt when dirty
+        # caches, rebuilt when dirty: per layout its view, its moves that involve no foundation and its last legal
+        # list (_touch), per foundation its view, and the view every seat shares until the next applied action
         self._layout_views: list[dict[str, Any] | None] = [None] * n_layouts
+        self._layout_moves: list[list[Action] | None] = [None] * n_layouts
+        # per layout its last legal list, good while no foundation changed, the same ones are in the tie window and
+        # Nerts is still uncalled: (foundation version, ids in the window, uncalled)
+        self._legal: list[tuple[tuple[int, tuple[int, ...], bool], list[Action]] | None] = [None] * n_layouts
+        self._found_version = 0  # foundation plays so far
         self._found_views: list[dict[str, Any]] = []
+        self._view: dict[str, Any] | None = None
+        self._recent: dict[int, _Foundation] = {}  # foundations by id, the one played on last at the end
 
     # -- public queries ------------------------------------------------------------------------------------
 
@@ -450,7 +459,33 @@ class NertsState:
 
     # -- legal actions -------------------------------------------------------------------------------------
 
-    def _foundation_moves(self, src: str, card: int, now: int, out: list[Action]) -> None:
+    def _touch(self, layout: _Layout) -> None:
+        """``layout`` changed: its cached view and moves are rebuilt when next asked for."""
+        self._layout_views[layout.pack] = None
+        self._layout_moves[layout.pack] = None
+        self._legal[layout.pack] = None
+
+    def _touch_all(self) -> None:
+        for layout in self._layouts:
+            self._touch(layout)
+
+    def _ties(self, now: int) -> list[_Foundation]:
+        """The foundations whose top card was played at most ``tie_window_ms`` before ``now``, by id: the only
+        ones a card of the same rank from another pack may still join (rules: "Simultaneous play and conflicts").
+        Play times never go down, so the walk from the latest played stops at the first one out of the window."""
+        window = self.options.tie_window_ms
+        out: list[_Foundation] = []
+        if not window:
+            return out
+        for found in reversed(self._recent.values()):
+            if now > found.top_ms + window:
+                break
+            out.append(found)
+        if len(out) > 1:
+            out.sort(key=lambda f: f.fid)
+        return out
+
+    def _foundation_moves(self, src: str, card: int, now: int, ties: list[_Foundation], out: list[Action]) -> None:
         window = self.options.tie_window_ms
         if JOKER[card]:
             for s in range(4):
@@ -480,15 +515,11 @@ class NertsState:
             out.append({"type": "move", "from": src, "to": "foundation:new"})
         for f in self._wants.get(SUIT[card] * 16 + rank, ()):
             out.append({"type": "move", "from": src, "to": f"foundation:{f.fid}"})
-        if window:
+        if ties:
             pack = card >> 6
-            for f in self._foundations:
-                if (
-                    f.top_rank == rank
-                    and f.suit == SUIT[card]
-                    and f.top_pack != pack
-                    and now <= f.top_ms + window
-                ):
+            suit = SUIT[card]
+            for f in ties:
+                if f.top_rank == rank and f.suit == suit and f.top_pack != pack:
                     out.append({"type": "move", "from": src, "to": f"foundation:{f.fid}"})
 
     def legal_actions(self, seat: int, ms: int | None = None) -> list[Action]:
@@ -496,7 +527,9 @@ class NertsState:
 
         ``ms`` (default: the last applied time) decides the tie window and the in-flight window. Omitted although
         legal (``apply`` accepts them): moving a whole work pile onto an empty work pile (it changes nothing).
-        Empty once the hand is over or for an unknown seat.
+        Empty once the hand is over or for an unknown seat. A layout's list is kept until that layout, a foundation
+        or the foundations in the tie window change (its moves within the layout until the layout changes), so
+        actions may be shared with earlier lists: treat them as read-only.
         """
         if self._ended is not None or not isinstance(seat, int) or not 0 <= seat < self.players:
             return []
@@ -504,6 +537,31 @@ class NertsState:
         if self._called is not None and now > self._called_ms + self.options.in_flight_ms:
             return []
         layout = self._seat_layout[seat]
+        ties = self._ties(now)
+        key = (self._found_version, tuple([f.fid for f in ties]) if ties else (), self._called is None)
+        kept = self._legal[layout.pack]
+        if kept is not None and kept[0] == key:
+            return list(kept[1])
+        out: list[Action] = []
+        if layout.nerts:
+            self._foundation_moves("nerts", layout.nerts[-1], now, ties, out)
+        if layout.waste:
+            self._foundation_moves("waste", layout.waste[-1], now, ties, out)
+        for j, pile in enumerate(layout.work):
+            if pile:
+                self._foundation_moves(_WORK_NAMES[j], pile[-1], now, ties, out)
+        moves = self._layout_moves[layout.pack]
+        if moves is None:
+            moves = self._layout_moves[layout.pack] = self._moves_within(layout)
+        out.extend(moves)
+        if not layout.nerts and self._called is None:
+            out.append({"type": "nerts"})
+        self._legal[layout.pack] = (key, out)
+        return list(out)
+
+    def _moves_within(self, layout: _Layout) -> list[Action]:
+        """``layout``'s legal actions that involve no foundation and not the Nerts call, in ``legal_actions``
+        order: cards onto work piles, runs between them, slides under, flip, then cycle or stuck."""
         out: list[Action] = []
         work = layout.work
         jokers = self.options.jokers
@@ -512,47 +570,43 @@ class NertsState:
             singles.append(("nerts", layout.nerts[-1]))
         if layout.waste:
             singles.append(("waste", layout.waste[-1]))
-        tops: list[tuple[str, int]] = [(f"work:{j}", pile[-1]) for j, pile in enumerate(work) if pile]
-        for src, card in singles:
-            self._foundation_moves(src, card, now, out)
-        for src, card in tops:
-            self._foundation_moves(src, card, now, out)
+        tops: list[tuple[str, int]] = [(_WORK_NAMES[j], pile[-1]) for j, pile in enumerate(work) if pile]
         has_empty = False
         # single cards from the Nerts pile and the waste onto work piles
         for src, card in singles:
             for j, pile in enumerate(work):
                 if not pile:
                     has_empty = True
-                    out.append({"type": "move", "from": src, "to": f"work:{j}"})
+                    out.append({"type": "move", "from": src, "to": _WORK_NAMES[j]})
                 elif jokers:
                     if _consistent([*pile, card]):
-                        out.append({"type": "move", "from": src, "to": f"work:{j}"})
+                        out.append({"type": "move", "from": src, "to": _WORK_NAMES[j]})
                 else:
                     top = pile[-1]
                     if RANK[card] == RANK[top] - 1 and RED[card] != RED[top]:
-                        out.append({"type": "move", "from": src, "to": f"work:{j}"})
+                        out.append({"type": "move", "from": src, "to": _WORK_NAMES[j]})
         # runs between work piles
         for i, pile in enumerate(work):
             n = len(pile)
             if not n:
                 has_empty = True
                 continue
-            src = f"work:{i}"
+            src = _WORK_NAMES[i]
             for j, dest in enumerate(work):
                 if i == j:
                     continue
                 if not dest:
                     for k in range(1, n):
-                        out.append({"type": "move", "from": src, "to": f"work:{j}", "count": k})
+                        out.append({"type": "move", "from": src, "to": _WORK_NAMES[j], "count": k})
                 elif jokers:
                     for k in range(1, n + 1):
                         if _consistent(dest + pile[n - k :]):
-                            out.append({"type": "move", "from": src, "to": f"work:{j}", "count": k})
+                            out.append({"type": "move", "from": src, "to": _WORK_NAMES[j], "count": k})
                 else:
                     top = dest[-1]
                     idx = RANK[pile[0]] - RANK[top] + 1
                     if 0 <= idx < n and RED[pile[idx]] != RED[top]:
-                        out.append({"type": "move", "from": src, "to": f"work:{j}", "count": n - idx})
+                        out.append({"type": "move", "from": src, "to": _WORK_NAMES[j], "count": n - idx})
         # slide under, only with an empty work pile
         if has_empty:
             for j, dest in enumerate(work):
@@ -560,14 +614,14 @@ class NertsState:
                     continue
                 bottom = dest[0]
                 for src, card in (*singles, *tops):
-                    if src == f"work:{j}":
+                    if src == _WORK_NAMES[j]:
                         continue
                     if jokers:
                         ok = _consistent([card, *dest])
                     else:
                         ok = RANK[card] == RANK[bottom] + 1 and RED[card] != RED[bottom]
                     if ok:
-                        out.append({"type": "under", "from": src, "to": f"work:{j}"})
+                        out.append({"type": "under", "from": src, "to": _WORK_NAMES[j]})
         if layout.stock or layout.waste:
             out.append({"type": "flip"})
         if layout.stuck:
@@ -575,8 +629,6 @@ class NertsState:
                 out.append({"type": "cycle"})
         else:
             out.append({"type": "stuck"})
-        if not layout.nerts and self._called is None:
-            out.append({"type": "nerts"})
         return out
 
     # -- apply ---------------------------------------------------------------------------------------------
@@ -588,7 +640,12 @@ class NertsState:
         (unknown type or key, unknown pile, ``count`` 0, a ``foundation:ID`` never started...), not allowed
         now, or ``ms`` is earlier than the last applied action.
         """
-        if not isinstance(action, Mapping):
+        events = self._apply(seat, action, ms)
+        self._view = None  # changed: the shared view is built again when next asked for
+        return events
+
+    def _apply(self, seat: int | None, action: Mapping[str, Any], ms: int) -> list[Event]:
+        if type(action) is not dict and not isinstance(action, Mapping):  # a dict first: the ABC check is slow
             raise IllegalAction("an action is an object with a 'type'", code="action.malformed")
         kind = action.get("type")
         if not isinstance(ms, int) or isinstance(ms, bool) or ms < 0:
@@ -649,7 +706,7 @@ class NertsState:
             if layout.stuck:
                 raise IllegalAction("you have already declared that you are stuck", code="nerts.already_stuck")
             layout.stuck = True
-            self._layout_views[layout.pack] = None
+            self._touch(layout)
             events = [{"type": "stuck", "seat": seat, "pack": layout.pack}]
             if all(lay.stuck for lay in self._layouts):
                 if self._rotated and not self._moved_since_rotate:
@@ -814,7 +871,7 @@ class NertsState:
         self._after_card_left(seat, layout, src, ms, events)
         layout.stuck = False
         self._moved_since_rotate = True
-        self._layout_views[layout.pack] = None
+        self._touch(layout)
         return events
 
     def _to_foundation(
@@ -911,6 +968,7 @@ class NertsState:
                 )
         # mutate
         pile.pop()
+        self._found_version += 1
         if found is None:
             found = _Foundation(len(self._foundations), suit)
             self._foundations.append(found)
@@ -924,6 +982,8 @@ class NertsState:
         found.top_rank = rank
         found.top_ms = ms
         found.top_pack = pack
+        self._recent.pop(found.fid, None)
+        self._recent[found.fid] = found
         if rank == 13:
             found.finished = True
         else:
@@ -947,7 +1007,7 @@ class NertsState:
         self._after_card_left(seat, layout, src, ms, events)
         layout.stuck = False
         self._moved_since_rotate = True
-        self._layout_views[layout.pack] = None
+        self._touch(layout)
         return events
 
     def _after_card_left(self, seat: int, layout: _Layout, src: str, ms: int, events: list[Event]) -> None:
@@ -1008,7 +1068,7 @@ class NertsState:
         self._after_card_left(seat, layout, src, ms, events)
         layout.stuck = False
         self._moved_since_rotate = True
-        self._layout_views[layout.pack] = None
+        self._touch(layout)
         return events
 
     def _flip(self, seat: int, layout: _Layout) -> list[Event]:
@@ -1023,7 +1083,7 @@ class NertsState:
             turned = True
         else:
             raise IllegalAction("your stock and waste are both empty: nothing to flip", code="nerts.nothing_to_flip")
-        self._layout_views[layout.pack] = None
+        self._touch(layout)
         return [
             {
                 "type": "flipped",
@@ -1044,14 +1104,14 @@ class NertsState:
             layout.stock = stock
             layout.waste = []
             layout.stuck = False
-        self._layout_views = [None] * len(self._layouts)
+        self._touch_all()
         self._rotated = True
         self._moved_since_rotate = False
         return [{"type": "rotated", "by": by}]
 
     def _end(self, reason: str) -> list[Event]:
         self._ended = reason
-        self._layout_views = [None] * len(self._layouts)
+        self._touch_all()
         return [{"type": "hand_over", "reason": reason, "scores": self.scores()}]
 
     # -- views ---------------------------------------------------------------------------------------------
@@ -1094,18 +1154,23 @@ class NertsState:
         Nerts cards and stock order are never shown. Once the hand is over each layout also reveals
         ``nerts_cards`` (bottom first), ``stock_cards`` (top first) and ``waste_cards`` (bottom first).
         """
-        return {
-            "game": "nerts",
-            "seat": seat,
-            "players": self.players,
-            "ms": self._ms,
-            "layouts": [self._layout_view(layout) for layout in self._layouts],
-            "foundations": list(self._found_views),
-            "called": self._called,
-            "over": self._ended is not None,
-            "ended": self._ended,
-            "scores": self.scores(),
-        }
+        shared = self._view
+        if shared is None:  # built once per applied action: every seat sees the same, but for "seat"
+            shared = self._view = {
+                "game": "nerts",
+                "seat": None,
+                "players": self.players,
+                "ms": self._ms,
+                "layouts": [self._layout_view(layout) for layout in self._layouts],
+                "foundations": list(self._found_views),
+                "called": self._called,
+                "over": self._ended is not None,
+                "ended": self._ended,
+                "scores": self.scores(),
+            }
+        view = dict(shared)
+        view["seat"] = seat
+        return view
 
     def events_for(self, events: Sequence[Event], seat: int | None) -> list[Event]:
         """Nerts events carry only public cards, so every viewer gets them all."""

@@ -113,14 +113,17 @@ reference cycle behind (``tests/test_server_memory.py``); ``docs/deploy.md`` has
 
 def uvicorn_config(app: FastAPI, host: str, port: int, settings: Settings) -> Any:
     """The ``uvicorn.Config`` that :func:`serve` runs: the h11 protocol with the per-address cap and request timeout
-    of ``settings`` (``server/guard.py``), its header size and keep-alive, WebSocket frames of at most 16 KiB."""
+    of ``settings`` (``server/guard.py``), its header size and keep-alive, WebSocket frames of at most 16 KiB, and
+    uvicorn's WebSocket protocol with burst sends (``server/ws_protocol.py``)."""
     import uvicorn
+
+    from cardtable.server.ws_protocol import BurstWebSockets
 
     return uvicorn.Config(
         app, host=host, port=port, log_level="warning",
         http=guarded_h11(settings.max_connections_per_address, settings.request_timeout_s),
         h11_max_incomplete_event_size=settings.max_header_bytes, timeout_keep_alive=settings.keep_alive_s,
-        ws_max_size=16 * 1024,
+        ws_max_size=16 * 1024, ws=BurstWebSockets,
     )
 
 

@@ -18,6 +18,7 @@ from cardtable.server import messages
 from cardtable.server.manager import Manager
 from cardtable.server.play import Peer, Play
 from cardtable.server.table import Table, TableError, refusal_message
+from cardtable.server.ws_protocol import burst_sender
 
 RECONNECT_CODE = 1012
 """Close code for "connect again" (``server/cluster.py``: the table moved, or the service is briefly away)."""
@@ -27,19 +28,30 @@ FLUSH_TIMEOUT_S = 2.0
 
 
 async def _writer(websocket: WebSocket, peer: Peer) -> None:
+    """Send what the owner queued for ``peer``, and close the socket at the ``None``. Everything queued together
+    (an ``ack`` and its ``update``, a group commit's updates) goes in one write when the server offers it
+    (``server/ws_protocol.py``), else one message at a time, without waiting for the loop in between."""
     outbox = peer.outbox
+    send_texts = burst_sender(websocket)
     send_text = websocket.send_text
     with contextlib.suppress(Exception):
         while True:
             text = await outbox.get()
-            while True:  # what is queued goes out without waiting for the loop again
-                if text is None:
-                    await websocket.close(code=peer.close_code)
-                    return
-                await send_text(text)
+            burst: list[str] = []
+            while text is not None:
+                burst.append(text)
                 if outbox.empty():
                     break
                 text = outbox.get_nowait()
+            if burst:
+                if send_texts is not None:
+                    await send_texts(burst)
+                else:
+                    for each in burst:
+                        await send_text(each)
+            if text is None:
+                await websocket.close(code=peer.close_code)
+                return
 
 
 async def table_socket(websocket: WebSocket, table_id: str) -> None:
