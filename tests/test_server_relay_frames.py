@@ -91,7 +91,7 @@ async def test_messages_for_one_process_travel_together_in_order_and_unchanged(r
         stats = await origin.control.info("commandstats")
         assert stats["cmdstat_client|reply"]["calls"] - replies_off == 1
         # a malformed message is ignored (logged): the listener goes on
-        owner.dispatch({"type": "message", "channel": b"ct:proc:owner", "data": b"{not frames"})
+        owner.receive(b"ct:proc:owner", b"{not frames")
         origin.send("owner", {"op": "in", "conn": "c1", "data": "after"})
         await until(lambda: got[-1]["data"] == "after")
 

@@ -177,8 +177,8 @@ class Mailbox:
                 first = False
                 while True:
                     message = await pubsub.get_message(timeout=1.0)
-                    if message is not None:
-                        self.dispatch(message)
+                    if message is not None and message["type"] == "message":
+                        self.receive(message["channel"], message["data"])  # bytes: responses are not decoded
             except asyncio.CancelledError:
                 raise
             except Exception as error:
@@ -189,19 +189,14 @@ class Mailbox:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
 
-    def dispatch(self, message: dict[str, Any]) -> None:
-        """Handle one pub/sub message as redis-py gives it (``{"type", "channel", "data"}``)."""
-        if message.get("type") != "message":
-            return
-        name = message["channel"]
-        name = name.decode() if isinstance(name, bytes) else str(name)
-        other = self.channels.get(name)
+    def receive(self, name: bytes, data: bytes) -> None:
+        """Handle one pub/sub message: ``data`` published on channel ``name``."""
+        other = self.channels.get(name.decode())
         if other is not None:
-            data = message["data"]
-            other(data.decode() if isinstance(data, bytes) else str(data))
+            other(data.decode())
             return
         try:
-            bodies = _decode_frames(message["data"])
+            bodies = _decode_frames(data)
         except (msgspec.DecodeError, TypeError):
             log.warning("ignored a malformed message on %s", name)
             return
