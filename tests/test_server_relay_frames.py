@@ -87,9 +87,10 @@ async def test_messages_for_one_process_travel_together_in_order_and_unchanged(r
         assert origin.published == 3  # MAX_FRAMES, then the rest, to the owner; one to the third
         assert boxes["origin"][1].count == 0  # nothing lost
         assert origin.idle()
-        # the publisher's connection asked Redis for no replies (one publisher connected: the origin's)
+        # the publisher's connection asked Redis for no replies (one publisher connected, the origin's: off, on to
+        # see that off was taken, off)
         stats = await origin.control.info("commandstats")
-        assert stats["cmdstat_client|reply"]["calls"] - replies_off == 1
+        assert stats["cmdstat_client|reply"]["calls"] - replies_off == 3
         # a malformed message is ignored (logged): the listener goes on
         owner.receive(b"ct:proc:owner", b"{not frames")
         origin.send("owner", {"op": "in", "conn": "c1", "data": "after"})
@@ -202,3 +203,26 @@ async def test_a_failed_publish_resets_the_relays(redis_url: str) -> None:
         await asyncio.gather(publisher, return_exceptions=True)
         await redis.aclose()
         await control.aclose()
+
+
+async def test_a_redis_user_that_may_not_turn_replies_off_gets_no_publisher(redis_url: str) -> None:
+    admin = Redis.from_url(redis_url)
+    await admin.acl_setuser("relay-limited", enabled=True, passwords=["+pw"], keys=["*"], channels=["*"],
+                            commands=["+@all", "-client|reply"])
+    limited_url = redis_url.replace("redis://", "redis://relay-limited:pw@")
+    redis, control = Redis.from_url(redis_url), Redis.from_url(limited_url)
+    lost = Lost()
+    box = Mailbox(redis, control, "origin", lost)
+    publisher = asyncio.create_task(box.publish_loop())
+    try:
+        box.send("owner", {"op": "in", "conn": "c1", "data": "x"})
+        await until(lambda: lost.count >= 1)  # refused: nothing published, the relays start again
+        assert box.published == 0
+        clients = await admin.client_list()
+        assert not [c for c in clients if c.get("user") == "relay-limited"]  # its connection closed, not left
+    finally:
+        publisher.cancel()
+        await asyncio.gather(publisher, return_exceptions=True)
+        await admin.acl_deluser("relay-limited")
+        for client in (admin, redis, control):
+            await client.aclose()

@@ -119,13 +119,25 @@ class Mailbox:
         return not self._pending and not self._writing
 
     async def _publisher(self) -> AbstractConnection:
-        """A connection of the publisher's own, that Redis sends no replies on."""
+        """A connection of the publisher's own, that Redis sends no replies on. ``ResponseError`` when Redis
+        refuses ``CLIENT REPLY`` (an ACL): replies nobody reads would pile up in Redis."""
         pool = self.control.connection_pool
         conn = pool.connection_class(**{**pool.connection_kwargs, "socket_timeout": None,
                                         "health_check_interval": 0})
-        async with asyncio.timeout(PUBLISH_TIMEOUT_S):
-            await conn.connect()  # type: ignore[no-untyped-call]
-            await conn.send_command("CLIENT", "REPLY", "OFF")
+        try:
+            async with asyncio.timeout(PUBLISH_TIMEOUT_S):
+                await conn.connect()  # type: ignore[no-untyped-call]
+                # OFF has no reply when Redis takes it: the ON after it answers OK (an error if OFF was refused),
+                # and then it is off for good.
+                await conn.send_packed_command(conn.pack_commands(
+                    [("CLIENT", "REPLY", "OFF"), ("CLIENT", "REPLY", "ON")]), check_health=False)
+                if await conn.read_response() not in (b"OK", "OK"):
+                    raise ConnectionError("Redis did not take CLIENT REPLY OFF")
+                await conn.send_command("CLIENT", "REPLY", "OFF")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await conn.disconnect(nowait=True)
+            raise
         return conn
 
     async def publish_loop(self) -> None:
