@@ -75,9 +75,10 @@ async def _as_is(response: Any) -> Any:
 class Mailbox:
     """This process's messages to and from the others. ``redis``: the client whose pool the subscriber uses;
     ``control``: the client whose connection settings the publisher's own connection copies; ``process``: this
-    process's id; ``handlers``: op -> what handles a message of that op (called in the listener, must not wait);
-    ``channels``: other channels to listen on -> what handles their (text) messages; ``on_lost``: called when
-    messages may have been lost (the subscriber reconnected, or a publish failed)."""
+    process's id; ``on_lost``: called when messages may have been lost (the subscriber reconnected, or a publish
+    failed). Fill :attr:`handlers` (op -> what handles a message of that op: called in the listener, must not
+    wait) and :attr:`channels` (other channels to listen on -> what handles their text messages) before
+    :meth:`listen_loop` starts."""
 
     def __init__(self, redis: Redis, control: Redis, process: str, on_lost: Callable[[], None]) -> None:
         self.redis = redis
