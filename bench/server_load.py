@@ -26,8 +26,11 @@ Target: 400 tables x 4 seats at 1 action/s/seat over two processes, p99 ack < 40
 
 On a shared machine compare versions by the servers' CPU per answered action (printed for every configuration;
 ``--only sqlite|pg|cluster`` runs one), at a load the servers keep up with: a starved server batches more and its
-figure drops. ``--profile FOLDER`` writes a cProfile of each server over the measuring window
-(``FOLDER/{sqlite,pg}-{processes}-server{n}.prof``; read with ``python -m pstats``).
+figure drops. ``--direct`` connects every client to the process owning its table, so nothing is relayed: the
+difference to a run without it is what the relay costs. ``--profile FOLDER`` writes a cProfile of each server over
+the measuring window, timed by the thread's CPU clock (``FOLDER/{sqlite,pg}-{processes}-server{n}.prof``; read
+with ``python -m pstats``): its own cost per call is large (a server runs about twice as slow), so read it for
+where the time goes, not for how much.
 """
 
 from __future__ import annotations
