@@ -26,8 +26,11 @@ Target: 400 tables x 4 seats at 1 action/s/seat over two processes, p99 ack < 40
 
 On a shared machine compare versions by the servers' CPU per answered action (printed for every configuration;
 ``--only sqlite|pg|cluster`` runs one), at a load the servers keep up with: a starved server batches more and its
-figure drops. ``--profile FOLDER`` writes a cProfile of each server over the measuring window
-(``FOLDER/{sqlite,pg}-{processes}-server{n}.prof``; read with ``python -m pstats``).
+figure drops. ``--direct`` connects every client to the process owning its table, so nothing is relayed: the
+difference to a run without it is what the relay costs. ``--profile FOLDER`` writes a cProfile of each server over
+the measuring window, timed by the thread's CPU clock (``FOLDER/{sqlite,pg}-{processes}-server{n}.prof``; read
+with ``python -m pstats``): its own cost per call is large (a server runs about twice as slow), so read it for
+where the time goes, not for how much.
 """
 
 from __future__ import annotations
@@ -361,8 +364,8 @@ BENCH_ENV = {
 
 
 PROFILED = """
-import cProfile, os, runpy, signal, sys
-profile, out = cProfile.Profile(), sys.argv[1]
+import cProfile, os, runpy, signal, sys, time
+profile, out = cProfile.Profile(time.thread_time), sys.argv[1]  # CPU time: a preempted server is not charged
 def stop(*_):
     profile.disable()
     profile.dump_stats(out)
@@ -581,8 +584,9 @@ async def run_config(name: str, args: argparse.Namespace, db: str, redis: str | 
         killed: dict[str, Any] = {}
         for tid, tokens in tables:
             for token in tokens:
-                clients.append(cluster_client(ports, k, tid, token, args.rate, clock, direct, relayed, owner_port,
-                                              acked, random.Random(rng.random()), killed))
+                start = ports.index(owner_port[tid]) if args.direct else k  # --direct: no connection relayed
+                clients.append(cluster_client(ports, start, tid, token, args.rate, clock, direct, relayed,
+                                              owner_port, acked, random.Random(rng.random()), killed))
                 k += 1
 
         async def kill_one() -> None:
@@ -696,6 +700,9 @@ def main() -> None:
     parser.add_argument("--sample", default=None, metavar="FOLDER",
                         help="with --processes: sample each server's stacks on CPU with py-spy over the window, "
                              "writing FOLDER/NAME-serverN.txt (collapsed stacks)")
+    parser.add_argument("--direct", action="store_true",
+                        help="with --processes: connect each client to the process owning its table (none relayed): "
+                             "what several processes cost without the relay")
     parser.add_argument("--only", choices=["sqlite", "pg", "cluster"], default=None,
                         help="with --processes: run only this configuration")
     args = parser.parse_args()

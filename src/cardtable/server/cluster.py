@@ -8,20 +8,17 @@ Each process started with ``--redis`` builds one :class:`Cluster`. It
 - renews its leases every third of the lease time; a lease it can no longer renew (expired while the process was
   paused, Redis restarted) drops the table here: nothing more is acknowledged for it, its connections are closed
   with :data:`RECONNECT_CODE`, and whichever process takes it next rebuilds it from its record;
-- relays a connection to a table owned elsewhere through Redis pub/sub: the client's frames go to the owner's
-  channel ``ct:proc:{owner}``, where a :class:`RemoteSocket` feeds them to the same connection code a direct
-  connection runs (``server/ws.py``), and the owner's messages come back on ``ct:proc:{origin}``. The client
-  protocol does not change;
+- relays a connection to a table owned elsewhere through Redis pub/sub (``server/relay.py``): the client's
+  frames go to the owner, which serves them with the same connection code a direct connection runs
+  (``server/ws.py``), and the owner's messages come back the same way. The client protocol does not change;
 - forwards lobby operations (join, leave, start, Play now's join) on a table owned elsewhere to its owner, and
   serialises Play now over all processes with a Redis lock;
 - on SIGTERM (:meth:`hand_over`) stops taking tables, stops its tables, releases their leases and announces them on
   ``ct:released`` so another process takes each at once, and closes their connections with
   :data:`RECONNECT_CODE` (the web client reconnects on any close it did not ask for).
 
-Every message between processes is a map ``{"op": ...}``; one task per process publishes them in order, those
-queued for the same process in one loop turn together as one MessagePack array (:data:`MAX_FRAMES` at most): a
-relayed update costs the receiving process a share of one pub/sub message, not one each, and a relayed text is
-carried as it is (MessagePack strings need no escaping).
+Every message between processes is a map ``{"op": ...}`` carried by the process's :class:`~.relay.Mailbox`
+(what one loop turn queued for another process travels as one pub/sub message).
 """
 
 from __future__ import annotations
@@ -45,6 +42,7 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from cardtable.server.accounts import restore_seat_accounts
 from cardtable.server.counters import SharedLimits
 from cardtable.server.lease import Leases
+from cardtable.server.relay import RECONNECT_CODE, Mailbox, Relays
 from cardtable.server.store import Store
 from cardtable.server.table import Table, TableError
 
@@ -54,10 +52,6 @@ if TYPE_CHECKING:
     from cardtable.server.manager import Manager
 
 log = logging.getLogger("cardtable.server.cluster")
-
-RECONNECT_CODE = 1012
-"""WebSocket close code (RFC 6455 "Service Restart") for a connection closed because its table moved to another
-process or this process stops: connect again (any process) and say ``hello``; a ``snapshot`` follows."""
 
 RELEASED = "ct:released"
 """Channel on which a stopping process names each table it let go, so another process takes it at once."""
@@ -69,19 +63,9 @@ every process shows live details (who is connected, when a table starts by itsel
 LIVE = ("open", "playing")
 """The statuses of a table that some process should own."""
 
-OPEN_TIMEOUT_S = 5.0
-"""Seconds a relayed connection waits for the owner to answer ``open`` before it is closed with
-:data:`RECONNECT_CODE` (the owner is gone, or missed the message)."""
-
-MAX_FRAMES = 512
-"""Most messages published to one process as one pub/sub message."""
-
 TAKE_CHUNK = 50
 """Most tables taken together (one lease script, one database transaction, one load of their records): a chunk
 is taken well within a lease time, and its tables play as soon as it is done."""
-
-_encode_frames = msgspec.msgpack.Encoder().encode
-_decode_frames = msgspec.msgpack.Decoder(list[dict[str, Any]]).decode
 
 REDIS_CONNECTIONS = 50
 """Connections to Redis one process opens at most for its requests (locating tables, counting sockets, relays'
@@ -89,15 +73,11 @@ lookups): more at once wait for a free one (5 s at most) rather than fail, as re
 its size (a burst of reconnecting clients used to make the publisher and the lease renewals fail too)."""
 
 CONTROL_CONNECTIONS = 2
-"""Connections of a process's own client for what must not wait behind requests: the publisher and the renewals."""
+"""Connections of a process's own client for what must not wait behind requests: the renewals. (The publisher
+has a connection of its own, with the same settings.)"""
 
 ALIVE_PREFIX = "ct:alive:"
 """``ct:alive:{process}`` exists while the process runs (renewed with its leases)."""
-
-
-def channel(process: str) -> str:
-    """The pub/sub channel of ``process``: ``ct:proc:{process}``."""
-    return f"ct:proc:{process}"
 
 
 def new_process_id() -> str:
@@ -131,35 +111,6 @@ class RemoteTable:
         return self._table
 
 
-class RemoteSocket:
-    """The owner's side of a relayed connection, shaped like the Starlette ``WebSocket`` that ``server/ws.py``
-    serves: frames arrive in :attr:`inbox` (ASGI ``websocket.receive`` / ``websocket.disconnect`` events), and
-    what is sent goes back to the process holding the client's socket."""
-
-    def __init__(self, cluster: Cluster, origin: str, conn: str) -> None:
-        self.cluster = cluster
-        self.origin = origin
-        self.conn = conn
-        self.inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self.closed = False
-
-    async def receive(self) -> dict[str, Any]:
-        """The next frame from the client (or ``websocket.disconnect``)."""
-        return await self.inbox.get()
-
-    async def send_text(self, text: str) -> None:
-        """Send one message to the client, through its process."""
-        if not self.closed:
-            self.cluster.send(self.origin, {"op": "out", "conn": self.conn, "data": text})
-
-    async def close(self, code: int = 1000) -> None:
-        """Close the client's socket with ``code`` (its process closes it) and end this connection."""
-        if not self.closed:
-            self.closed = True
-            self.cluster.send(self.origin, {"op": "close", "conn": self.conn, "code": code})
-        self.inbox.put_nowait({"type": "websocket.disconnect", "code": code})
-
-
 class Cluster:
     """This process's part in a service of several processes. Build with :meth:`open`, then :meth:`attach` the
     manager; :meth:`hand_over` on SIGTERM, :meth:`close` at the end."""
@@ -181,12 +132,13 @@ class Cluster:
         self.owned: dict[str, int] = {}
         """Tables this process owns -> their epoch."""
         self.draining = False
-        self.relays: dict[str, tuple[asyncio.Queue[dict[str, Any]], str, str]] = {}
-        """Origin side: relayed connection id -> (what the owner sent, table id, owner process)."""
-        self.remotes: dict[str, RemoteSocket] = {}
-        """Owner side: relayed connection id -> its socket."""
+        self.mailbox = Mailbox(redis, self.control, process, self._lost)
+        """Messages to and from the other processes (``server/relay.py``)."""
+        self.relays = Relays(self.mailbox)
+        """The connections relayed between this process and the others, both sides."""
+        self.mailbox.handlers.update(call=self._call_in, reply=self._reply)
+        self.mailbox.channels[RELEASED] = self._on_released
         self.calls: dict[str, asyncio.Future[dict[str, Any]]] = {}
-        self._outbox: asyncio.Queue[tuple[str, dict[str, Any]]] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
         self._taking: dict[str, asyncio.Lock] = {}
         self._waiting: Counter[str] = Counter()
@@ -197,8 +149,6 @@ class Cluster:
         """Seconds, as the last sweep saw it, until the first lease of another process that missed a renewal
         expires (its owner likely died): the next sweep runs then."""
         self._last_renewal = time.monotonic()
-        self.relayed_messages = 0
-        """Messages relayed either way (for the benchmark)."""
 
     @classmethod
     async def open(cls, url: str, store: Store, settings: ClusterSettings | None = None) -> Cluster:
@@ -219,7 +169,8 @@ class Cluster:
     def attach(self, manager: Manager) -> None:
         """Start serving: the pub/sub listener, the publisher, lease renewal and the sweep for unowned tables."""
         self.manager = manager
-        for coro, name in ((self._publish_loop(), "publish"), (self._listen_loop(), "listen"),
+        self.relays.manager = manager
+        for coro, name in ((self.mailbox.publish_loop(), "publish"), (self.mailbox.listen_loop(), "listen"),
                            (self._renew_loop(), "renew"), (self._sweep_loop(), "sweep")):
             self._tasks.append(asyncio.create_task(coro, name=f"cardtable-cluster-{name}"))
 
@@ -227,7 +178,7 @@ class Cluster:
         """Hand the tables over (if not done yet), stop the background tasks, disconnect from Redis."""
         await self.hand_over()
         for _ in range(100):  # let the publisher send the last messages (2 s at most)
-            if self._outbox.empty():
+            if self.mailbox.idle():
                 break
             await asyncio.sleep(0.02)
         await asyncio.sleep(0.05)
@@ -245,99 +196,26 @@ class Cluster:
     # -- messages between processes ------------------------------------------------------------------
 
     def send(self, process: str, message: dict[str, Any]) -> None:
-        """Queue ``message`` for ``process`` (published in order by one task; never waits)."""
-        self._outbox.put_nowait((channel(process), message))
+        """Queue ``message`` for ``process`` (published in order; never waits)."""
+        self.mailbox.send(process, message)
 
-    async def _publish_loop(self) -> None:
-        while True:
-            batch = [await self._outbox.get()]
-            while not self._outbox.empty():
-                batch.append(self._outbox.get_nowait())
-            frames: dict[str, list[dict[str, Any]]] = {}
-            for name, message in batch:  # per process, in the order queued
-                frames.setdefault(name, []).append(message)
-            try:
-                pipe = self.control.pipeline(transaction=False)
-                for name, messages in frames.items():
-                    for i in range(0, len(messages), MAX_FRAMES):
-                        pipe.publish(name, _encode_frames(messages[i:i + MAX_FRAMES]))
-                await pipe.execute()
-            except Exception as error:  # Redis away: those messages are lost; relays notice and reconnect
-                log.warning("publishing %d messages failed: %s", len(batch), error)
-                await asyncio.sleep(0.2)
+    def _lost(self) -> None:
+        """Messages between processes may have been lost: every relayed connection starts again."""
+        self.relays.reset()
 
-    async def _listen_loop(self) -> None:
-        first = True
-        while True:
-            pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
-            try:
-                await pubsub.subscribe(channel(self.process), RELEASED)
-                if not first:  # messages may have been lost meanwhile: every relay starts again
-                    self._reset_relays()
-                first = False
-                while True:
-                    message = await pubsub.get_message(timeout=1.0)
-                    if message is not None:
-                        self._dispatch(message)
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:
-                log.warning("the pub/sub connection failed (%s): reconnecting", error)
-                self._reset_relays()
-                await asyncio.sleep(0.5)
-            finally:
-                with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+    def _on_released(self, table_id: str) -> None:
+        if not self.draining:
+            if not self._released:  # the first of a loop turn: take them all together just after
+                asyncio.get_running_loop().call_soon(self._take_released)
+            self._released.add(table_id)
 
-    def _reset_relays(self) -> None:
-        for inbox, _, _ in self.relays.values():
-            inbox.put_nowait({"op": "close", "code": RECONNECT_CODE})
-        for remote in list(self.remotes.values()):
-            remote.inbox.put_nowait({"type": "websocket.disconnect", "code": RECONNECT_CODE})
+    def _call_in(self, body: dict[str, Any]) -> None:
+        asyncio.get_running_loop().create_task(self._answer_call(body))
 
-    def _dispatch(self, message: dict[str, Any]) -> None:
-        if message.get("type") != "message":
-            return
-        if message["channel"] in (RELEASED, RELEASED.encode()):
-            table_id = message["data"].decode() if isinstance(message["data"], bytes) else str(message["data"])
-            if not self.draining:
-                if not self._released:  # the first of a loop turn: take them all together just after
-                    asyncio.get_running_loop().call_soon(self._take_released)
-                self._released.add(table_id)
-            return
-        try:
-            bodies = _decode_frames(message["data"])
-        except (msgspec.DecodeError, TypeError):
-            log.warning("ignored a malformed message on %s", message["channel"])
-            return
-        for body in bodies:
-            self._handle(body)
-
-    def _handle(self, body: dict[str, Any]) -> None:
-        op = body.get("op")
-        conn = str(body.get("conn", ""))
-        self.relayed_messages += 1
-        if op in ("out", "close", "opened"):
-            relay = self.relays.get(conn)
-            if relay is not None:
-                relay[0].put_nowait(body)
-        elif op == "in":
-            remote = self.remotes.get(conn)
-            if remote is not None:
-                remote.inbox.put_nowait({"type": "websocket.receive", "text": body["data"]})
-        elif op == "bye":
-            remote = self.remotes.get(conn)
-            if remote is not None:
-                remote.closed = True
-                remote.inbox.put_nowait({"type": "websocket.disconnect", "code": 1000})
-        elif op == "open":
-            self._open_remote(body)
-        elif op == "call":
-            asyncio.get_running_loop().create_task(self._answer_call(body))
-        elif op == "reply":
-            future = self.calls.pop(str(body.get("id")), None)
-            if future is not None and not future.done():
-                future.set_result(body)
+    def _reply(self, body: dict[str, Any]) -> None:
+        future = self.calls.pop(str(body.get("id")), None)
+        if future is not None and not future.done():
+            future.set_result(body)
 
     # -- ownership -----------------------------------------------------------------------------------
 
@@ -451,9 +329,8 @@ class Cluster:
                 self.owned.pop(table_id, None)
                 self.store.fences.pop(table_id, None)
                 await self.leases.release(table_id, epoch)
-        for inbox, table_id, _ in self.relays.values():  # relays here to its old owner: reconnect, now direct
-            if table_id in tables:
-                inbox.put_nowait({"op": "close", "code": RECONNECT_CODE})
+        if tables:  # relays here to its old owner: reconnect, now direct
+            self.relays.reconnect(set(tables))
         if tables:
             log.info("took %d table%s (%s)", len(tables), "" if len(tables) == 1 else "s",
                      ", ".join(f"{t} at epoch {self.owned[t]}" for t in list(tables)[:5]) + (
@@ -561,7 +438,7 @@ class Cluster:
                 log.warning("table %s: lease lost: dropping it here", table_id)
                 await self.drop(table, release=False)
         # Owner side: connections from a process that stopped.
-        origins = sorted({r.origin for r in self.remotes.values()})
+        origins = sorted({r.origin for r in self.relays.remotes.values()})
         if origins:
             alive = await self.redis.exists(*(ALIVE_PREFIX + o for o in origins)) if len(origins) == 1 else None
             gone: set[str] = set()
@@ -573,17 +450,17 @@ class Cluster:
                 for origin in origins:
                     pipe.exists(ALIVE_PREFIX + origin)
                 gone = {o for o, n in zip(origins, await pipe.execute(), strict=True) if not n}
-            for remote in list(self.remotes.values()):
-                if remote.origin in gone:  # its close still goes out: if that process lives after all (a pause,
-                    # a slow start), its client is told to reconnect instead of waiting for updates that never come
-                    remote.inbox.put_nowait({"type": "websocket.disconnect", "code": 1006})
+            if gone:  # their close still goes out: if such a process lives after all (a pause, a slow start),
+                # its client is told to reconnect instead of waiting for updates that never come
+                self.relays.end_remotes(gone, 1006)
         # Origin side: relays whose table changed owner (or has none any more).
-        if self.relays:
-            items = list(self.relays.values())
-            owners = await self.leases.owners([table_id for _, table_id, _ in items])
-            for (inbox, _, owner), now in zip(items, owners, strict=True):
-                if now is None or now[0] != owner:
-                    inbox.put_nowait({"op": "close", "code": RECONNECT_CODE})
+        if self.relays.relays:
+            items = list(self.relays.relays.values())
+            relayed = sorted({r.table for r in items})
+            now = dict(zip(relayed, await self.leases.owners(relayed), strict=True))
+            moved = {r.table for r in items if (owner := now[r.table]) is None or owner[0] != r.owner}
+            if moved:
+                self.relays.reconnect(moved)
 
     async def _drop_all(self, reason: str) -> None:
         manager = self.manager
@@ -639,81 +516,10 @@ class Cluster:
 
     async def relay(self, websocket: WebSocket, table_id: str, owner: str, address: str) -> None:
         """Serve a client connection to ``table_id``, owned by process ``owner``, by relaying it both ways until
-        either end closes; a relay whose owner changes is closed with :data:`RECONNECT_CODE`."""
-        conn = uuid.uuid4().hex
-        inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self.relays[conn] = (inbox, table_id, owner)
-        self.send(owner, {"op": "open", "conn": conn, "table": table_id, "from": self.process, "address": address})
-
-        async def upstream() -> None:
-            while True:
-                received = await websocket.receive()
-                if received["type"] == "websocket.disconnect":
-                    return
-                data = received.get("text")
-                if data is None:
-                    data = (received.get("bytes") or b"").decode(errors="replace")
-                self.send(owner, {"op": "in", "conn": conn, "data": data})
-
-        async def downstream() -> int:
-            try:  # the owner answers "opened" at once; a relay nobody answers is closed (reconnect)
-                first = await asyncio.wait_for(inbox.get(), OPEN_TIMEOUT_S)
-            except TimeoutError:
-                return RECONNECT_CODE
-            if first.get("op") == "close":
-                return int(first.get("code", 1000))
-            if first.get("op") == "out":
-                await websocket.send_text(first["data"])
-            while True:
-                body = await inbox.get()
-                if body.get("op") == "opened":
-                    continue
-                if body.get("op") == "out":
-                    await websocket.send_text(body["data"])
-                else:
-                    return int(body.get("code", 1000))
-
-        up = asyncio.create_task(upstream())
-        down = asyncio.create_task(downstream())
-        try:
-            done, _ = await asyncio.wait({up, down}, return_when=asyncio.FIRST_COMPLETED)
-            if down in done and not down.cancelled() and down.exception() is None:
-                with contextlib.suppress(Exception):
-                    await websocket.close(code=down.result())
-            else:
-                self.send(owner, {"op": "bye", "conn": conn})
-        finally:
-            for task in (up, down):
-                task.cancel()
-            for task in (up, down):
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
-            self.relays.pop(conn, None)
-
-    def _open_remote(self, body: dict[str, Any]) -> None:
+        either end closes (``Relays.relay``); a relay whose owner changes is closed with :data:`RECONNECT_CODE`."""
         manager = self.manager
         assert manager is not None
-        origin, conn = str(body["from"]), str(body["conn"])
-        table = manager.tables.get(str(body.get("table")))
-        if table is None or self.draining:
-            self.send(origin, {"op": "close", "conn": conn, "code": RECONNECT_CODE})
-            return
-        remote = RemoteSocket(self, origin, conn)
-        self.remotes[conn] = remote
-        self.send(origin, {"op": "opened", "conn": conn})
-
-        async def run() -> None:
-            from cardtable.server.ws import serve_connection
-
-            try:
-                await serve_connection(manager, table, remote, str(body.get("address", "?")))  # type: ignore[arg-type]
-            except Exception:
-                log.exception("a relayed connection to table %s failed", table.id)
-            finally:
-                self.remotes.pop(conn, None)
-                await remote.close(RECONNECT_CODE)  # not ended by its client nor closed by its writer: reconnect
-
-        asyncio.get_running_loop().create_task(run())
+        await self.relays.relay(websocket, table_id, owner, address, manager.settings.max_outbox)
 
     # -- lobby operations on another process's table ----------------------------------------------------
 
@@ -792,6 +598,7 @@ class Cluster:
         if self.draining:
             return
         self.draining = True
+        self.relays.draining = True
         manager = self.manager
         if manager is None:
             return
@@ -805,6 +612,5 @@ class Cluster:
         for table_id in released:
             with contextlib.suppress(Exception):
                 await self.redis.publish(RELEASED, table_id)
-        for inbox, _, _ in self.relays.values():
-            inbox.put_nowait({"op": "close", "code": RECONNECT_CODE})
+        self.relays.reconnect()
         log.info("handed over %d tables", len(released))
