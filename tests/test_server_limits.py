@@ -21,6 +21,7 @@ from starlette.websockets import WebSocketDisconnect
 
 from cardtable.server import messages
 from cardtable.server.app import create_app
+from cardtable.server.guard import AddressBuckets
 from cardtable.server.play import Peer
 from cardtable.server.store import JOURNAL_SIZE_LIMIT, Store
 from cardtable.server.table import Settings
@@ -326,6 +327,20 @@ def test_tables_are_listed_in_pages(tmp_path: Path) -> None:
         assert len(client.get("/api/tables", params={"limit": 4}).json()) == 4
         assert client.get("/api/tables", params={"cursor": "junk"}).status_code == 422
         assert client.get("/api/tables", params={"limit": 0}).status_code == 422
+
+
+def test_per_address_buckets_forget_refilled_addresses_and_keep_busy_ones() -> None:
+    """The lobby-read limiter's memory follows the addresses seen lately: refilled buckets are forgotten when the
+    count doubles; an address still waiting keeps its bucket (else it could read again at once)."""
+    idle = AddressBuckets(rate=1e9, burst=2)
+    for i in range(5000):
+        assert idle.take(f"10.0.{i // 256}.{i % 256}") == 0
+    assert len(idle.buckets) <= AddressBuckets.FORGET_AT
+    busy = AddressBuckets(rate=0.001, burst=1)
+    assert busy.take("10.9.9.9") == 0 and busy.take("10.9.9.9") == 1000
+    for i in range(3000):
+        busy.take(f"10.1.{i // 256}.{i % 256}")
+    assert len(busy.buckets) == 3001 and busy.take("10.9.9.9") == 1000
 
 
 # -- 6. SQLite housekeeping -----------------------------------------------------------------------------------

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import heapq
 import logging
 import random
 import time
@@ -19,6 +18,7 @@ from cardtable import bots, records
 from cardtable.engine import HandState
 from cardtable.games import get_game
 from cardtable.replay import fold
+from cardtable.server.listing import LiveLists
 from cardtable.server.messages import RateLimiter
 from cardtable.server.play import Peer
 from cardtable.server.store import SeatRow, Store, TableRow
@@ -91,6 +91,8 @@ class Manager:
         self._play_now_lock = asyncio.Lock()
         self.cluster: Cluster | None = None
         """Set when this process is one of several (``--redis``, ``server/cluster.py``)."""
+        self.listing = LiveLists()
+        """The open and playing tables in the lobby's order (one process only: several list from the database)."""
 
     @classmethod
     async def open(cls, store: Store, settings: Settings, cluster: Cluster | None = None) -> Manager:
@@ -116,6 +118,7 @@ class Manager:
             log.exception("table %s: its record does not replay; left out", row.id)
             return None
         self.tables[row.id] = table
+        self._list(table)
         table.start_owner()
         if table.status == "open" and self.only_bots_besides_one_person(table):
             self.arm_autostart(table, self.settings.solo_start_s, on_hello=True)
@@ -184,6 +187,7 @@ class Manager:
         if ended:
             log.info("table %s: %s", table.id, status)
             self.tables.pop(table.id, None)
+            self.listing.discard(table)
             self._disarm_autostart(table)
             table.flush_spectators()
             for peer in table.all_peers():
@@ -272,6 +276,7 @@ class Manager:
             raise
         table = Table(row, info, self.store, self.settings)
         self.tables[row.id] = table
+        self._list(table)
         if self.cluster is not None:
             self.cluster.adopt(table)
         table.start_owner()
@@ -392,6 +397,7 @@ class Manager:
         for seat in table.seats:
             seat.replaceable = False
         table.row.status = "playing"
+        self._list(table)
         await self.store.update_status(table.id, "playing")
         for seat in table.seats:
             table._start_away_timer(seat)
@@ -574,6 +580,11 @@ class Manager:
             raise TableError(404, "table.not_found", f"no table {table_id!r}", {"table": table_id})
         return _table_from_row(rows[0])
 
+    def _list(self, table: Table) -> None:
+        """Put ``table`` in the lobby's list of its status (one process only; several list from the database)."""
+        if self.cluster is None:
+            self.listing.add(table)
+
     async def list_tables(self, status: str, limit: int | None = None,
                           cursor: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
         """One page of ``TABLE``s with ``status`` and the next page's cursor (``None``: no more).
@@ -606,9 +617,7 @@ class Manager:
             out = [self.tables[r.id].to_dict() if r.id in self.tables
                    else published.get(r.id) or _table_from_row(r) for r in chosen]
             return out, f"{chosen[-1].created}~{chosen[-1].id}" if more else None
-        candidates = [t for t in self.tables.values()
-                      if t.status == status and (after is None or (t.row.created, t.id) > after)]
-        page = heapq.nsmallest(size + 1, candidates, key=lambda t: (t.row.created, t.id))
+        page = self.listing.page(status, after, size + 1, self.tables)
         more = len(page) > size
         page = page[:size]
         return [t.to_dict() for t in page], f"{page[-1].row.created}~{page[-1].id}" if more else None
