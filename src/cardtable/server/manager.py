@@ -11,8 +11,10 @@ import contextlib
 import logging
 import random
 import time
+import traceback
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cardtable import bots, records
 from cardtable.engine import HandState
@@ -38,6 +40,23 @@ PLAY_NOW_BOTS = {"nerts": "greedy:medium", "anemone": "ismcts:medium"}
 
 PLAY_NOW_SEATS = 4
 """Seats at a table made by Play now."""
+
+T = TypeVar("T")
+
+
+async def on_owner(table: Table, fn: Callable[[], Awaitable[T]]) -> T:
+    """Run ``fn`` on ``table``'s owner (:meth:`Table.submit_call`): its result, or what it raised.
+
+    What it raised comes back with the owner's frames in its traceback, and ``Table._run_call``'s frame holds the
+    call, whose future holds the exception: one reference cycle per refusal, which kept each connection refused at
+    ``hello`` (``connection.seat_limit``: about 10 objects, its WebSocket among them) until a full collection
+    (issue 10, point 5). Those frames have returned by now, so their locals are cleared here."""
+    try:
+        result: T = await table.submit_call(fn)
+    except Exception as error:
+        traceback.clear_frames(error.__traceback__)
+        raise
+    return result
 
 
 def _table_from_row(row: TableRow) -> dict[str, Any]:
@@ -180,7 +199,7 @@ class Manager:
             return True
 
         try:
-            ended = await table.submit_call(go)
+            ended = await on_owner(table, go)
         except Exception:
             log.exception("table %s: ending it as %s failed", table.id, status)
             return
@@ -351,7 +370,7 @@ class Manager:
             self.arm_autostart(table, self.settings.play_now_start_s, on_hello=False)
             table.announce()
 
-        await table.submit_call(mark)
+        await on_owner(table, mark)
         return table, seat, token
 
     @staticmethod
@@ -500,7 +519,7 @@ class Manager:
             table.announce()
             return chosen.row.seat, token
 
-        taken_seat, token = await table.submit_call(take)
+        taken_seat, token = await on_owner(table, take)
         return table, taken_seat, token
 
     def seat_of(self, table: Table, token: str | None) -> int:
@@ -545,7 +564,7 @@ class Manager:
             await self.store.update_seat(table.id, seat.row)
             table.announce()
 
-        await table.submit_call(go)
+        await on_owner(table, go)
         return table
 
     async def start(self, table_id: str, token: str) -> Table | RemoteTable:
@@ -563,7 +582,7 @@ class Manager:
                 raise TableError(409, "table.not_ready", "not startable: every seat must be taken first")
             await self._begin(table)
 
-        await table.submit_call(go)
+        await on_owner(table, go)
         return table
 
     async def table_dict(self, table_id: str) -> dict[str, Any]:
@@ -669,7 +688,7 @@ class Manager:
                 if table.status == "open" and table.start_on_hello and self.only_bots_besides_one_person(table):
                     await self._begin(table)
 
-        await table.submit_call(go)
+        await on_owner(table, go)
 
     async def goodbye(self, table: Table, peer: Peer) -> None:
         """Forget a closed connection (a person's grace timer starts when their last connection goes)."""
@@ -681,4 +700,4 @@ class Manager:
                 table.announce()
 
         if table.task is not None and not table.task.done():
-            await table.submit_call(go)
+            await on_owner(table, go)
