@@ -23,6 +23,7 @@ and the timing client stay at 0: on one machine, the attacker's own CPU (a real 
 what delays the server.
 
     .venv/bin/python bench/attacks.py                 # run by hand; takes about 3 minutes
+    .venv/bin/python bench/attacks.py --only 3,6b     # some of them (by number)
 """
 
 from __future__ import annotations
@@ -499,6 +500,8 @@ async def run(args: argparse.Namespace) -> int:
             ("6b. GET /api/tables flood (8 clients, 10 s)", lambda o: list_flood(port, o)),
         ]
         for name, attack in attacks:
+            if args.only and name.split(".")[0] not in args.only.split(","):
+                continue
             outcome = Outcome()
             rss_before = rss_mb(server.pid)
             cpu_before = cpu_seconds(server.pid)
@@ -557,6 +560,7 @@ def main() -> None:
     parser.add_argument("--attacker-nice", type=int, default=10,
                         help="niceness of this process once the server and the timing client have started (they "
                              "stay at 0), so that on one machine the attacks' own CPU does not starve the server")
+    parser.add_argument("--only", default="", help="run only these attacks, by number (\"3,6b\"); default: all")
     parser.add_argument("--timing-client", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
