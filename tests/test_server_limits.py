@@ -397,7 +397,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         port: int = s.getsockname()[1]
     db = tmp_path_factory.mktemp("live") / "live.db"
     env = dict(os.environ, CARDTABLE_REQUEST_TIMEOUT_S="1.5", CARDTABLE_MAX_CONNECTIONS_PER_ADDRESS="6",
-               CARDTABLE_MAX_HEADER_BYTES="8192")
+               CARDTABLE_MAX_HEADER_BYTES="8192", CARDTABLE_KEEP_ALIVE_S="2")
     proc = subprocess.Popen([sys.executable, "-m", "cardtable", "serve", "--port", str(port), "--db",
                              f"sqlite+aiosqlite:///{db}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -443,6 +443,16 @@ def test_half_sent_requests_are_closed_after_the_request_timeout(live: int) -> N
     for sock in (head, body, idle):
         with sock:
             assert b"200" not in closed_within(sock, 6.0)
+
+
+def test_an_idle_keep_alive_connection_is_closed_after_keep_alive_s(live: int) -> None:
+    """Between requests the request timeout does not run: ``keep_alive_s`` (2 here; uvicorn's own default is 5)
+    closes a connection that stays idle after its answer."""
+    with socket.create_connection(("127.0.0.1", live)) as sock:
+        sock.sendall(b"GET /api/games HTTP/1.1\r\nHost: t\r\n\r\n")
+        sock.settimeout(5.0)
+        assert sock.recv(12) == b"HTTP/1.1 200"
+        closed_within(sock, 4.0)
 
 
 def test_a_huge_head_or_declared_body_is_refused_at_once(live: int) -> None:
