@@ -396,8 +396,8 @@ def test_small_helpers() -> None:
     assert (error.status, str(error), error.to_dict()) == (409, "taken", {"detail": "taken", "code": "seat.taken",
                                                                            "params": {"seat": 1}})
     assert TableError(404, "x", "y").to_dict()["params"] == {}
-    seeds = {hand_seed(s, h) for s in (0, 1, 2) for h in range(50)}
-    assert len(seeds) == 150 and all(0 <= s < 2**62 for s in seeds)
+    seeds = {hand_seed(s, h) for s in (0, 1, 2, 2**61 + 3, 2**62 - 1) for h in range(50)}
+    assert len(seeds) == 250 and all(isinstance(s, int) and 0 <= s < 2**62 for s in seeds)
 
 
 # -- replay ----------------------------------------------------------------------------------------------------
@@ -1204,3 +1204,39 @@ def test_replay_names_the_deal_in_any_deal_error_and_the_type_of_a_silent_one() 
     with pytest.raises(IllegalRecordAction) as illegal:
         apply_actions(State(), hand, 1)  # type: ignore[arg-type]
     assert (illegal.value.hand, illegal.value.index, illegal.value.reason) == (1, 0, "TypeError")
+
+
+async def test_the_clock_timer_sends_its_action_as_the_clocks_play(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    table, _ = await started_nerts(store, "t1")
+    try:
+        assert table.state is not None
+        due, rotate = table.state.clock_action()
+        sent: list[Play] = []
+        monkeypatch.setattr(table, "submit_play", sent.append)
+        monkeypatch.setattr(table, "now_ms", lambda: due)
+        table._clock_key = None
+        table._schedule_clock()  # due now: its timer fires at once
+        await until(lambda: len(sent) == 1)
+        assert (sent[0].seat, sent[0].action, sent[0].due, sent[0].future) == (None, rotate, due, None)
+    finally:
+        await table.stop()
+
+
+async def test_a_new_hand_starts_its_clock_at_zero_and_only_at_a_table_in_play(store: Store) -> None:
+    table, _ = await started_nerts(store, "t1")
+    try:
+        assert (table.hand_index, table.last_ms, table.n_actions) == (0, 0, 0)
+        assert 0 <= table.now_ms() < 60_000
+        table.hand_start = time.monotonic() - 1000.0  # the hand's clock counts milliseconds
+        assert 1_000_000 <= table.now_ms() < 1_000_500
+        assert table.state is not None
+        table.state.apply(None, {"type": "end_hand", "reason": "stalled"}, 5)
+        table.match.finish_hand()
+        table.row.status = "abandoned"  # ended early: a hand timer that fires now deals nothing
+        await table._start_hand()
+        assert table.hand_index == 0 and len((await store.load_tables(table_id="t1", with_hands=True))[0].hands) == 1
+        table.row.status = "playing"
+        await table._start_hand()
+        assert (table.hand_index, table.last_ms, table.n_actions) == (1, 0, 0)
+    finally:
+        await table.stop()
