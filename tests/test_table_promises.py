@@ -1240,3 +1240,60 @@ async def test_a_new_hand_starts_its_clock_at_zero_and_only_at_a_table_in_play(s
         assert (table.hand_index, table.last_ms, table.n_actions) == (1, 0, 0)
     finally:
         await table.stop()
+
+
+async def test_the_checkpointer_truncates_every_so_many_checkpoints_and_only_then(
+        sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module, "CHECKPOINT_EVERY_S", 0.01)
+    monkeypatch.setattr(store_module, "TRUNCATE_EVERY", 4)
+    store = await Store.open(sqlite_url)
+    modes: list[bool] = []
+
+    async def checkpoint(truncate: bool = False) -> tuple[int, int, int]:
+        modes.append(truncate)
+        return (0, 0, 0)
+
+    monkeypatch.setattr(store, "checkpoint", checkpoint)
+    try:
+        await until(lambda: len(modes) >= 9, timeout=10)
+    finally:
+        await store.close()
+    assert modes[:9] == [False, False, False, True] * 2 + [False]
+
+
+async def test_the_owner_applies_at_most_max_batch_plays_before_one_write(store: Store,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from cardtable.server import table as table_module
+
+    table, _ = await started_nerts(store, "t1")
+    written: list[int] = []
+    insert = store.insert_actions
+
+    def insert_actions(tid: str, hand: int, rows: list[Any]) -> Any:
+        written.append(len(rows))
+        return insert(tid, hand, rows)
+
+    monkeypatch.setattr(store, "insert_actions", insert_actions)
+    try:
+        count = table_module.MAX_BATCH + 1
+        futures = [asyncio.get_running_loop().create_future() for _ in range(count)]
+        for future in futures:  # queued together, before the owner runs
+            table.queue.put_nowait(Play(0, {"type": "flip"}, future=future))
+        answers = await asyncio.wait_for(asyncio.gather(*futures), 30)
+        assert all(ok for ok, _ in answers) and written == [table_module.MAX_BATCH, 1]
+    finally:
+        await table.stop()
+
+
+async def test_stopping_a_table_whose_bot_task_failed_does_not_fail(store: Store) -> None:
+    table = await live_table(store, "t1")
+    table.start_owner()
+
+    async def crash() -> None:
+        raise RuntimeError("a bot fell over")
+
+    failed = asyncio.create_task(crash())
+    await asyncio.sleep(0)
+    table._bot_tasks[1] = ("greedy:easy", failed)
+    await table.stop()  # no exception
+    assert table.task is not None and table.task.done() and failed.done()
