@@ -1297,3 +1297,51 @@ async def test_stopping_a_table_whose_bot_task_failed_does_not_fail(store: Store
     table._bot_tasks[1] = ("greedy:easy", failed)
     await table.stop()  # no exception
     assert table.task is not None and table.task.done() and failed.done()
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "portable"])
+async def test_actions_keep_their_owners_epoch_on_either_write_path(url: str, compiled: bool) -> None:
+    """Actions are written by a statement compiled once when the database's driver takes parameters in column
+    order (SQLite, PostgreSQL), else by SQLAlchemy's portable insert; both store the same rows, each with the epoch of
+    the process that wrote it, and both are fenced."""
+    from cardtable.server import schema
+
+    store, new = await Store.open(url), await Store.open(url)
+    try:
+        if not compiled:
+            store._insert_actions_sql = None
+            store._fence_sql = None
+        await store.insert_table(table_row("free"))
+        store.fences["t1"] = 3
+        await store.insert_table(table_row("t1", status="playing"))
+        for tid in ("free", "t1"):
+            await store.insert_hand(tid, 0, {"packs": []})
+        await store.insert_actions("t1", 0, [(0, 1, 10, {"type": "flip"}), (1, 0, 12, {"type": "flip", "n": 2})])
+        await store.insert_actions("t1", 0, [(2, None, 15, {"type": "rotate"})])
+        await store.insert_actions("free", 0, [(0, 0, 7, {"type": "flip"})])
+        rows = {row.id: row for row in await store.load_tables(with_hands=True)}
+        assert rows["t1"].hands[0].actions == [(1, 10, {"type": "flip"}), (0, 12, {"type": "flip", "n": 2}),
+                                               (None, 15, {"type": "rotate"})]
+        assert rows["free"].hands[0].actions == [(0, 7, {"type": "flip"})]
+        a = schema.actions
+        async with store.engine.connect() as conn:
+            epochs = (await conn.execute(select(a.c.table_id, a.c.idx, a.c.epoch).order_by(a.c.table_id, a.c.idx))).all()
+        assert [tuple(row) for row in epochs] == [("free", 0, None), ("t1", 0, 3), ("t1", 1, 3), ("t1", 2, 3)]
+        assert await new.take("t1", 4) == 4  # another process takes it: this one's writes are refused
+        with pytest.raises(Fenced):
+            await store.insert_actions("t1", 0, [(3, 0, 20, {"type": "flip"})])
+        assert len((await store.load_tables(table_id="t1", with_hands=True))[0].hands[0].actions) == 3
+    finally:
+        await store.close()
+        await new.close()
+
+
+async def test_a_new_table_races_nerts_plays_by_send_time_only_in_nerts(store: Store) -> None:
+    from cardtable.server.fairness import FairGate
+
+    nerts = await live_table(store, "t1")
+    anemone = await live_table(store, "t2", game="anemone")
+    assert isinstance(nerts.gate, FairGate) and anemone.gate is None
+    for table in (nerts, anemone):  # not a Play now table, not started by a hello, not stopped, just seen
+        assert (table.play_now, table.start_on_hello, table.stopped) == (False, False, False)
+        assert 0 <= time.monotonic() - table.last_person < 60 and 0 <= time.monotonic() - table.last_presence < 60
