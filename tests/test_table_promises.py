@@ -1312,14 +1312,17 @@ async def test_actions_keep_their_owners_epoch_on_either_write_path(url: str, co
             store._insert_actions_sql = None
             store._fence_sql = None
         await store.insert_table(table_row("free"))
-        store.fences["t1"] = 3
+        store.fences["t1"] = store.fences["t2"] = 3  # two tables of one owner: the same epoch
         await store.insert_table(table_row("t1", status="playing"))
+        await store.insert_table(table_row("t2", status="playing"))
         for tid in ("free", "t1"):
             await store.insert_hand(tid, 0, {"packs": []})
         await store.insert_actions("t1", 0, [(0, 1, 10, {"type": "flip"}), (1, 0, 12, {"type": "flip", "n": 2})])
         await store.insert_actions("t1", 0, [(2, None, 15, {"type": "rotate"})])
         await store.insert_actions("free", 0, [(0, 0, 7, {"type": "flip"})])
+        await store.update_seat("t2", SeatRow(0, "person", "cy", None, "h"))  # the fence checks its own row only
         rows = {row.id: row for row in await store.load_tables(with_hands=True)}
+        assert rows["t2"].seats[0].name == "cy"
         assert rows["t1"].hands[0].actions == [(1, 10, {"type": "flip"}), (0, 12, {"type": "flip", "n": 2}),
                                                (None, 15, {"type": "rotate"})]
         assert rows["free"].hands[0].actions == [(0, 7, {"type": "flip"})]
@@ -1345,3 +1348,23 @@ async def test_a_new_table_races_nerts_plays_by_send_time_only_in_nerts(store: S
     for table in (nerts, anemone):  # not a Play now table, not started by a hello, not stopped, just seen
         assert (table.play_now, table.start_on_hello, table.stopped) == (False, False, False)
         assert 0 <= time.monotonic() - table.last_person < 60 and 0 <= time.monotonic() - table.last_presence < 60
+
+
+async def test_a_process_of_several_gets_the_fenced_session_settings_on_postgresql(url: str) -> None:
+    """With ``cluster`` (several processes), PostgreSQL sessions cut off a paused owner's open transaction and lock
+    waits after 3 s, and pooled connections are checked before use; one process keeps the defaults."""
+    several, alone = await Store.open(url, cluster=True), await Store.open(url)
+    try:
+        postgres = not url.startswith("sqlite")
+        for store, fenced in ((several, postgres), (alone, False)):
+            assert store.engine.pool._pre_ping is fenced  # type: ignore[attr-defined]
+            if postgres:
+                async with store.engine.connect() as conn:
+                    shown = [(await conn.exec_driver_sql(f"SHOW {name}")).scalar()
+                             for name in store_module.FENCED_SETTINGS]
+                assert shown == (["3s", "3s"] if fenced else ["0", "0"])
+        await alone.insert_table(table_row("t1"))  # stored by a process that holds no fence: epoch 0
+        assert await several.take("t1", 1) == 1
+    finally:
+        await several.close()
+        await alone.close()
