@@ -16,13 +16,16 @@ each ``ack``. After a quiet baseline window, runs each attack of issue 10 in tur
 
 For each it prints the HTTP statuses and WebSocket close codes / ``error`` codes seen, whether the server's log got
 a traceback, the timing tables' worst and p99 ack latency during the attack against the baseline, and the server's
-RSS before and after. Exits 1 on any failure: a 5xx or 1011, a traceback, an expected refusal missing, or a worst
+RSS before and after, its CPU time and how long its event loop's thread waited for a CPU (on a shared machine,
+other processes' load: a worst ack far above the baseline with a long wait says the machine, not the server, was
+busy). Exits 1 on any failure: a 5xx or 1011, a traceback, an expected refusal missing, or a worst
 ack more than ``--max-extra-ms`` (100) over the baseline's worst. Bounded: loopback only, sizes capped as above,
 each attack stops after at most ``--attack-seconds`` (60). The attacks run at ``--attacker-nice`` (10) while the server
 and the timing client stay at 0: on one machine, the attacker's own CPU (a real one's is elsewhere) must not be
 what delays the server.
 
     .venv/bin/python bench/attacks.py                 # run by hand; takes about 3 minutes
+    .venv/bin/python bench/attacks.py --only 3,6b     # some of them (by number)
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from typing import Any
 import httpx
 import websockets
 
-from machine import HOST, cpu_seconds, free_port, rss_mb, stop
+from machine import HOST, cpu_seconds, cpu_wait_seconds, free_port, rss_mb, stop
 
 
 def address(group: int, index: int) -> str:
@@ -479,15 +482,18 @@ async def run(args: argparse.Namespace) -> int:
             os.nice(args.attacker_nice)
         await asyncio.sleep(args.baseline_seconds / 2)  # tables open and start
         t0 = time.monotonic()
+        wait_before = cpu_wait_seconds(server.pid)
         await asyncio.sleep(args.baseline_seconds)
         base = acks.between(t0, time.monotonic())
+        base_wait = cpu_wait_seconds(server.pid) - wait_before
         if not base:
             print("no acks in the baseline window: the timing tables do not play")
             return 1
         base_worst = max(base)
         print(f"server pid {server.pid}, port {port}; {args.tables} timing tables (1 person + 2 bots each); "
               f"baseline {args.baseline_seconds:g} s: {len(base)} acks, p50 {pct(base, 0.5):.1f} ms, "
-              f"p99 {pct(base, 0.99):.1f} ms, worst {base_worst:.1f} ms; RSS {rss_mb(server.pid):.1f} MB", flush=True)
+              f"p99 {pct(base, 0.99):.1f} ms, worst {base_worst:.1f} ms; RSS {rss_mb(server.pid):.1f} MB; server waiting "
+              f"for a CPU {1000 * base_wait:.0f} ms", flush=True)
         attacks: list[tuple[str, Callable[[Outcome], Awaitable[None]]]] = [
             ("1. NaN/Infinity/1e400/lone surrogate bodies", lambda o: bad_bodies(port, o)),
             ("2. WebSocket action nested 1,000 deep", lambda o: deep_nesting(port, o)),
@@ -499,9 +505,12 @@ async def run(args: argparse.Namespace) -> int:
             ("6b. GET /api/tables flood (8 clients, 10 s)", lambda o: list_flood(port, o)),
         ]
         for name, attack in attacks:
+            if args.only and name.split(".")[0] not in args.only.split(","):
+                continue
             outcome = Outcome()
             rss_before = rss_mb(server.pid)
             cpu_before = cpu_seconds(server.pid)
+            wait_before = cpu_wait_seconds(server.pid)
             log_offset = os.path.getsize(log_path)
             errors_before = len(acks.errors)
             t0 = time.monotonic()
@@ -533,7 +542,8 @@ async def run(args: argparse.Namespace) -> int:
                   f"  other tables: {len(during)} acks, p99 {pct(during, 0.99):.1f} ms, worst {worst:.1f} ms "
                   f"(baseline worst {base_worst:.1f} ms, {worst - base_worst:+.1f} ms)\n"
                   f"  RSS {rss_before:.1f} MB -> {rss_mb(server.pid):.1f} MB; server CPU "
-                  f"{cpu_seconds(server.pid) - cpu_before:.1f} s ({100 * (cpu_seconds(server.pid) - cpu_before) / (t1 + 1.0 - t0):.0f}% of a core)"
+                  f"{cpu_seconds(server.pid) - cpu_before:.1f} s ({100 * (cpu_seconds(server.pid) - cpu_before) / (t1 + 1.0 - t0):.0f}% of a core), "
+                  f"waiting for a CPU {1000 * (cpu_wait_seconds(server.pid) - wait_before):.0f} ms (other processes' load)"
                   + "".join(f"\n  failure: {f}" for f in outcome.failures), flush=True)
             failures += [f"{name}: {f}" for f in outcome.failures]
     finally:
@@ -557,6 +567,7 @@ def main() -> None:
     parser.add_argument("--attacker-nice", type=int, default=10,
                         help="niceness of this process once the server and the timing client have started (they "
                              "stay at 0), so that on one machine the attacks' own CPU does not starve the server")
+    parser.add_argument("--only", default="", help="run only these attacks, by number (\"3,6b\"); default: all")
     parser.add_argument("--timing-client", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()

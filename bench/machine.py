@@ -85,3 +85,13 @@ def stop(proc: subprocess.Popen[Any], timeout_s: float = 15.0) -> str:
             return ""
         _, err = proc.communicate()
     return err.decode(errors="replace") if isinstance(err, bytes) else err or ""
+
+
+def cpu_wait_seconds(pid: int) -> float:
+    """Seconds the main thread of process ``pid`` has spent ready to run but waiting for a CPU (Linux schedstat:
+    other processes' load, not its own work); 0.0 if the kernel does not say or the process is gone."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0

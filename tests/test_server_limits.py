@@ -21,6 +21,7 @@ from starlette.websockets import WebSocketDisconnect
 
 from cardtable.server import messages
 from cardtable.server.app import create_app
+from cardtable.server.guard import AddressBuckets
 from cardtable.server.play import Peer
 from cardtable.server.store import JOURNAL_SIZE_LIMIT, Store
 from cardtable.server.table import Settings
@@ -328,6 +329,20 @@ def test_tables_are_listed_in_pages(tmp_path: Path) -> None:
         assert client.get("/api/tables", params={"limit": 0}).status_code == 422
 
 
+def test_per_address_buckets_forget_refilled_addresses_and_keep_busy_ones() -> None:
+    """The lobby-read limiter's memory follows the addresses seen lately: refilled buckets are forgotten when the
+    count doubles; an address still waiting keeps its bucket (else it could read again at once)."""
+    idle = AddressBuckets(rate=1e9, burst=2)
+    for i in range(5000):
+        assert idle.take(f"10.0.{i // 256}.{i % 256}") == 0
+    assert len(idle.buckets) <= AddressBuckets.FORGET_AT
+    busy = AddressBuckets(rate=0.001, burst=1)
+    assert busy.take("10.9.9.9") == 0 and busy.take("10.9.9.9") == 1000
+    for i in range(3000):
+        busy.take(f"10.1.{i // 256}.{i % 256}")
+    assert len(busy.buckets) == 3001 and busy.take("10.9.9.9") == 1000
+
+
 # -- 6. SQLite housekeeping -----------------------------------------------------------------------------------
 
 
@@ -382,7 +397,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         port: int = s.getsockname()[1]
     db = tmp_path_factory.mktemp("live") / "live.db"
     env = dict(os.environ, CARDTABLE_REQUEST_TIMEOUT_S="1.5", CARDTABLE_MAX_CONNECTIONS_PER_ADDRESS="6",
-               CARDTABLE_MAX_HEADER_BYTES="8192")
+               CARDTABLE_MAX_HEADER_BYTES="8192", CARDTABLE_KEEP_ALIVE_S="2")
     proc = subprocess.Popen([sys.executable, "-m", "cardtable", "serve", "--port", str(port), "--db",
                              f"sqlite+aiosqlite:///{db}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -428,6 +443,16 @@ def test_half_sent_requests_are_closed_after_the_request_timeout(live: int) -> N
     for sock in (head, body, idle):
         with sock:
             assert b"200" not in closed_within(sock, 6.0)
+
+
+def test_an_idle_keep_alive_connection_is_closed_after_keep_alive_s(live: int) -> None:
+    """Between requests the request timeout does not run: ``keep_alive_s`` (2 here; uvicorn's own default is 5)
+    closes a connection that stays idle after its answer."""
+    with socket.create_connection(("127.0.0.1", live)) as sock:
+        sock.sendall(b"GET /api/games HTTP/1.1\r\nHost: t\r\n\r\n")
+        sock.settimeout(5.0)
+        assert sock.recv(12) == b"HTTP/1.1 200"
+        closed_within(sock, 4.0)
 
 
 def test_a_huge_head_or_declared_body_is_refused_at_once(live: int) -> None:

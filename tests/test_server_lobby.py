@@ -160,3 +160,66 @@ async def _sleep() -> None:
     import asyncio
 
     await asyncio.sleep(0.02)
+
+
+def page_ids(client: TestClient, status: str, **params: Any) -> tuple[list[str], str | None]:
+    response = client.get("/api/tables", params={"status": status, **params})
+    assert response.status_code == 200, response.text
+    return [t["id"] for t in response.json()], response.headers.get("x-next-cursor")
+
+
+def all_pages(client: TestClient, status: str, limit: int) -> list[str]:
+    ids, cursor = page_ids(client, status, limit=limit)
+    while cursor is not None:
+        more, cursor = page_ids(client, status, limit=limit, cursor=cursor)
+        ids += more
+    return ids
+
+
+def test_open_and_playing_lists_keep_creation_order_as_tables_start_and_leave(tmp_path: Path) -> None:
+    """The live lists (``server/listing.py``) page oldest first (by ``created``, then id); a table that starts moves from the open list to the
+    playing one at once, in its place; a closed one leaves; after a restart the lists are rebuilt in the same
+    order."""
+    settings = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=60_000)
+    db = f"sqlite+aiosqlite:///{tmp_path / 'order.db'}"
+    with TestClient(create_app(db, settings)) as client:
+        made = [create(client, seats=[{"kind": "open"}, {"kind": "bot", "bot": "random"}], autostart=False)
+                for _ in range(7)]
+        made.sort(key=lambda m: (m["table"]["created"], m["table"]["id"]))  # created: to the second
+        ids = [m["table"]["id"] for m in made]
+        assert all_pages(client, "open", 2) == ids and page_ids(client, "playing") == ([], None)
+        for i in (4, 1):
+            started = client.post(f"/api/tables/{ids[i]}/start", json={"token": made[i]["token"]})
+            assert started.status_code == 200, started.text
+        assert all_pages(client, "playing", 1) == [ids[1], ids[4]]  # before any open page passes them
+        assert all_pages(client, "open", 2) == [ids[0], ids[2], ids[3], ids[5], ids[6]]
+        first, cursor = page_ids(client, "open", limit=2)
+        assert first == [ids[0], ids[2]] and cursor is not None
+        left = client.post(f"/api/tables/{ids[3]}/leave", json={"token": made[3]["token"]})
+        assert left.status_code == 200  # still open, its seat open again
+        manager = client.app.state.manager  # type: ignore[attr-defined]
+        assert client.portal is not None
+        client.portal.call(manager._end, manager.tables[ids[5]], "closed")
+        assert page_ids(client, "open", limit=2, cursor=cursor)[0] == [ids[3], ids[6]]
+    with TestClient(create_app(db, settings)) as client:
+        assert all_pages(client, "open", 3) == [ids[0], ids[2], ids[3], ids[6]]
+        assert all_pages(client, "playing", 3) == [ids[1], ids[4]]
+
+
+def test_lobby_reads_are_limited_per_address_with_retry_after(tmp_path: Path) -> None:
+    settings = Settings(lobby_reads_per_second=0.5, lobby_read_burst=3)
+    with TestClient(create_app(f"sqlite+aiosqlite:///{tmp_path / 'reads.db'}", settings)) as client:
+        tid = create(client)["table"]["id"]
+        assert [client.get(path).status_code for path in ("/api/tables", "/api/finished", "/api/tables?status=playing")
+                ] == [200, 200, 200]
+        for path in ("/api/tables", "/api/finished", f"/api/tables/{tid}/record", f"/api/tables/{tid}/replay"):
+            refused = client.get(path)
+            assert refused.status_code == 429, (path, refused.text)
+            assert refused.headers["retry-after"] == "2"  # one read every 2 s
+            assert refused.json() == {
+                "detail": "too many lobby requests from your address: at most 0.5 a second; try again in 2 s",
+                "code": "lobby.read_limit", "params": {"rate": "0.5", "retry_after_s": 2}}
+        # a single table, the games and the other routes are not lobby reads
+        assert client.get(f"/api/tables/{tid}").status_code == 200
+        assert client.get("/api/games").status_code == 200
+        assert client.post(f"/api/tables/{tid}/join", json={"name": "bo"}).status_code == 200

@@ -4,7 +4,8 @@
 Store: every seat field is written back and only to its own seat; a table's end is stored only with its status;
 a write that fails fails alone; group commits hold at most ``MAX_BATCH`` writes; checkpoints copy and truncate the
 log; loading filters, orders and pages. Table: refusals before the start and after the end, stamps that never go
-back, the refusals of ``admit``, what ``to_dict`` shows. Replay: the errors and the summary it gives.
+back, the refusals of ``admit``, what ``to_dict`` shows, the clock's plays. Replay: the errors and the summary it
+gives.
 """
 
 from __future__ import annotations
@@ -365,6 +366,13 @@ async def test_a_restored_table_resumes_its_count_version_and_clock(store: Store
     restored.fold()
     assert (restored.hand_index, restored.n_actions, restored.version, restored.last_ms) == (0, 2, 2, 2500)
     assert 2500 <= restored.now_ms() < 60_000 and row.hands == []
+    await store.insert_hand("t1", 1, {"packs": []})  # a second hand dealt, nothing played yet
+    row = (await store.load_tables(table_id="t1", with_hands=True))[0]
+    row.hands[1].deal = row.hands[0].deal
+    row.hands[0].actions.append((None, 3000, {"type": "end_hand", "reason": "stalled"}))
+    restored = Table(row, get_game("nerts"), store, Settings(hand_pause_s=60))
+    restored.fold()
+    assert (restored.hand_index, restored.n_actions, restored.version, restored.last_ms) == (1, 0, 3, 0)
 
 
 async def test_admit_refuses_at_each_limit_and_not_before(store: Store) -> None:
@@ -388,8 +396,12 @@ async def test_admit_refuses_at_each_limit_and_not_before(store: Store) -> None:
     join(Peer(address="a"), 0)
     join(Peer(address="b"), 0)
     assert refused(Peer(address="c"), 0) == (429, "connection.seat_limit", {"limit": 2})
+    with pytest.raises(TableError, match=r"^too many connections for this seat: at most 2$"):
+        table.admit(Peer(address="c"), 0)
     last = join(Peer(address="a"), 1)
     assert refused(Peer(address="a"), 1) == (429, "connection.address_limit", {"limit": 3})
+    with pytest.raises(TableError, match=r"^too many connections to this table from one address: at most 3$"):
+        table.admit(Peer(address="a"), 1)
     table.admit(Peer(address="b"), 1)  # another address: welcome
     table.detach(last)
     table.admit(Peer(address="a"), 1)  # back under the address's limit
@@ -405,8 +417,8 @@ def test_small_helpers() -> None:
     assert (error.status, str(error), error.to_dict()) == (409, "taken", {"detail": "taken", "code": "seat.taken",
                                                                            "params": {"seat": 1}})
     assert TableError(404, "x", "y").to_dict()["params"] == {}
-    seeds = {hand_seed(s, h) for s in (0, 1, 2) for h in range(50)}
-    assert len(seeds) == 150 and all(0 <= s < 2**62 for s in seeds)
+    seeds = {hand_seed(s, h) for s in (0, 1, 2, 2**61 + 3, 2**62 - 1) for h in range(50)}
+    assert len(seeds) == 250 and all(isinstance(s, int) and 0 <= s < 2**62 for s in seeds)
 
 
 # -- replay ----------------------------------------------------------------------------------------------------
@@ -651,6 +663,7 @@ async def test_a_spectator_snapshot_comes_after_what_spectators_were_sent(store:
         table.send_snapshot(seated)
         (snapshot,) = messages_of(seated)
         assert snapshot["view"]["seat"] == 0 and snapshot["legal"] == table.legal_for(0) != []
+        assert snapshot["table"] == table.to_dict() and got[1]["table"] == table.to_dict()
         assert (snapshot["v"], snapshot["hand"], snapshot["totals"], snapshot["results"]) == (0, 0, [0, 0], [])
     finally:
         await table.stop()
@@ -671,6 +684,9 @@ async def test_stall_warnings_only_for_the_clock_still_set(store: Store) -> None
         (warning,) = messages_of(peer)
         assert warning["type"] == "warning" and warning["kind"] == "stall"
         assert 0 < warning["in_ms"] <= key[0]
+        table.now_ms = lambda: key[0] - 10_000  # type: ignore[method-assign]
+        table._warn(key[0])
+        assert messages_of(peer)[0]["in_ms"] == 10_000
         table._clock_key = (0, key[1])
         table._warn(0)  # due already
         assert messages_of(peer)[0]["in_ms"] == 0
@@ -687,6 +703,14 @@ async def test_legal_actions_only_for_a_seat_that_may_act_in_play(store: Store) 
     (turn,) = table.state.to_act()
     assert table.legal_for(turn) == table.state.legal_actions(turn) != []
     assert table.legal_for(1 - turn) == [] and table.legal_for(None) == []
+    state = table.state
+    while not state.is_over:  # to the end of the hand: nobody acts between hands
+        seat = state.to_act()[0]
+        state.apply(seat, state.legal_actions(seat)[0], 0)
+    assert table.acting() == () and table.legal_for(turn) == []
+    table.state = None  # in play, before the first deal
+    assert table.acting() == () and table.legal_for(turn) == []
+    table.state = state
     table.row.status = "finished"
     assert table.legal_for(turn) == []
 
@@ -1062,3 +1086,311 @@ async def test_bots_keep_playing_through_changes_and_stop_with_the_play(store: S
     assert table._bot_tasks == {}
     await asyncio.sleep(0)
     assert task.cancelled()
+
+
+# -- from the fourth mutation run ------------------------------------------------------------------------------
+
+
+async def test_the_clock_acts_when_due_stamps_then_and_never_holds_up_other_plays(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A clock play (``Play.due``) woken more than 5 ms early sets its timer again; one whose action the clock no
+    longer wants is dropped; either way the plays queued with it are answered. One on time is stamped at the latest
+    of now, its due time and the last stamp."""
+    table, _ = await started_nerts(store, "t1")
+    now = 0
+    monkeypatch.setattr(table, "now_ms", lambda: now)
+
+    async def clock_then_flip(action: dict[str, Any], due: int) -> None:
+        flipped: asyncio.Future[tuple[bool, Any]] = asyncio.get_running_loop().create_future()
+        table.queue.put_nowait(Play(None, action, due=due))
+        table.queue.put_nowait(Play(0, {"type": "flip"}, future=flipped))  # one batch with the clock's play
+        assert (await asyncio.wait_for(flipped, 10))[0]
+
+    async def stored() -> list[tuple[int | None, int, str]]:
+        hands = (await store.load_tables(table_id="t1", with_hands=True))[0].hands
+        return [(seat, ms, action["type"]) for seat, ms, action in hands[0].actions]
+
+    try:
+        assert table.state is not None
+        due, rotate = table.state.clock_action()
+        assert rotate == {"type": "rotate"}
+        now = due - 6
+        await clock_then_flip(rotate, due)  # early: the timer is set again, nothing applied
+        assert table._clock_key == (due, rotate) and table._clock_handles
+        await clock_then_flip({"type": "end_hand", "reason": "nerts"}, due)  # not what the clock wants now
+        now = due - 5
+        await clock_then_flip(rotate, due)  # on time (within 5 ms): stamped at its due time
+        assert await stored() == [(0, due - 6, "flip"), (0, due - 6, "flip"), (None, due, "rotate"), (0, due, "flip")]
+        late, _ = table.state.clock_action()
+        now = late + 300
+        await clock_then_flip(rotate, late)  # late: stamped when applied
+        ahead, _ = table.state.clock_action()
+        now = ahead
+        assert (await play(table, 0, {"type": "flip"}, ms=ahead + 1000))[0]  # a stamp past the clock's due time
+        await clock_then_flip(rotate, ahead)  # stamps never go back
+        assert (await stored())[4:] == [(None, late + 300, "rotate"), (0, late + 300, "flip"),
+                                        (0, ahead + 1000, "flip"), (None, ahead + 1000, "rotate"),
+                                        (0, ahead + 1000, "flip")]
+    finally:
+        await table.stop()
+
+
+async def test_a_refused_action_gets_the_engines_code_and_params_and_the_batch_goes_on(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An engine's refusal (``IllegalAction``) reaches the seat with its code and params; a plain ``ValueError`` (no
+    engine raises one today) is refused as ``action.illegal``, with a reason even when it has none; the plays queued
+    after a refused one are applied."""
+    table, peer = await started_nerts(store, "t1")
+    try:
+        assert table.state is not None
+        state = table.state
+        apply = state.apply
+
+        def engine(seat: int | None, action: dict[str, Any], ms: int) -> Any:
+            if action["type"] == "boom":
+                raise ValueError(action.get("why", ""))
+            return apply(seat, action, ms)
+
+        monkeypatch.setattr(state, "apply", engine)
+        messages_of(peer)
+        actions = [{"type": "move", "from": "nerts", "to": "work:9"}, {"type": "boom", "why": "a bad shape"},
+                   {"type": "boom"}, {"type": "flip"}]
+        futures = [asyncio.get_running_loop().create_future() for _ in actions]
+        for seq, (action, future) in enumerate(zip(actions, futures, strict=True)):
+            table.queue.put_nowait(Play(0, action, future=future, peer=peer, seq=seq))
+        answers = await asyncio.wait_for(asyncio.gather(*futures), 10)
+        assert [ok for ok, _ in answers] == [False, False, False, True]
+        rejects = [m for m in messages_of(peer) if m["type"] == "reject"]
+        assert rejects[0] == {"type": "reject", "seq": 0, "reason": answers[0][1], "code": "nerts.no_work_pile",
+                              "params": {"pile": {"kind": "work", "number": 10}, "count": 4}}
+        assert rejects[1:] == [
+            {"type": "reject", "seq": 1, "reason": "a bad shape", "code": "action.illegal", "params": {}},
+            {"type": "reject", "seq": 2, "reason": "that action is not allowed now", "code": "action.illegal",
+             "params": {}}]
+        assert table.n_actions == 1
+    finally:
+        await table.stop()
+
+
+async def test_live_ids_break_ties_by_id_and_only_sqlite_checkpoints(url: str, store: Store) -> None:
+    for tid in ("b", "a", "c"):  # created in the same second, stored out of id order
+        await store.insert_table(table_row(tid, created="2026-01-01T00:00:00Z"))
+    await store.insert_table(table_row("0", created="2026-01-02T00:00:00Z", status="playing"))
+    await store.insert_table(table_row("z", created="2025-12-31T00:00:00Z", status="finished"))
+    assert await store.live_table_ids() == ["a", "b", "c", "0"]
+    if not url.startswith("sqlite"):
+        assert await store.checkpoint() == (0, 0, 0) and await store.checkpoint(truncate=True) == (0, 0, 0)
+
+
+def test_the_default_database_is_a_file_in_the_users_data_folder(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import platformdirs
+
+    folder = tmp_path / "data" / "cardtable"
+    monkeypatch.setattr(platformdirs, "user_data_dir", lambda name: str(tmp_path / "data" / name))
+    assert store_module.default_url() == f"sqlite+aiosqlite:///{folder / 'cardtable.db'}"
+    assert folder.is_dir()
+    assert store_module.default_url() == f"sqlite+aiosqlite:///{folder / 'cardtable.db'}"  # already there: fine
+
+
+async def test_people_connected_counts_seated_connections_only(store: Store) -> None:
+    table = await live_table(store, "t1", seats=[SeatRow(0, "person", "a", None, "h0"), SeatRow(1, "open")])
+    assert not table.people_connected()
+    watcher, seated = Peer(), Peer()
+    table.attach(watcher, None)
+    assert not table.people_connected()
+    table.attach(seated, 0)
+    assert table.people_connected()
+    table.detach(seated)
+    assert not table.people_connected()
+
+
+def test_replay_names_the_deal_in_any_deal_error_and_the_type_of_a_silent_one() -> None:
+    """Errors no engine gives today still read well: a deal error whose text does not name the deal, and an action
+    that fails with an exception saying nothing."""
+    from cardtable.replay import apply_actions, start_hand
+
+    class Match:
+        def check_deal(self, deal: dict[str, Any]) -> None:
+            raise ValueError("packs are short")
+
+    with pytest.raises(RecordError) as unreadable:
+        start_hand(Match(), records.HandRecord(deal={}), 2)  # type: ignore[arg-type]
+    assert str(unreadable.value) == "hands[2].deal: packs are short"
+
+    class State:
+        is_over = True
+
+        def apply(self, seat: int | None, action: dict[str, Any], ms: int) -> None:
+            raise TypeError()
+
+    hand = records.HandRecord(deal={}, actions=[records.ActionRecord(seat=0, ms=5, action={"type": "x"})])
+    with pytest.raises(IllegalRecordAction) as illegal:
+        apply_actions(State(), hand, 1)  # type: ignore[arg-type]
+    assert (illegal.value.hand, illegal.value.index, illegal.value.reason) == (1, 0, "TypeError")
+
+
+async def test_the_clock_timer_sends_its_action_as_the_clocks_play(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    table, _ = await started_nerts(store, "t1")
+    try:
+        assert table.state is not None
+        due, rotate = table.state.clock_action()
+        sent: list[Play] = []
+        monkeypatch.setattr(table, "submit_play", sent.append)
+        monkeypatch.setattr(table, "now_ms", lambda: due)
+        table._clock_key = None
+        table._schedule_clock()  # due now: its timer fires at once
+        await until(lambda: len(sent) == 1)
+        assert (sent[0].seat, sent[0].action, sent[0].due, sent[0].future) == (None, rotate, due, None)
+    finally:
+        await table.stop()
+
+
+async def test_a_new_hand_starts_its_clock_at_zero_and_only_at_a_table_in_play(store: Store) -> None:
+    table, _ = await started_nerts(store, "t1")
+    try:
+        assert (table.hand_index, table.last_ms, table.n_actions) == (0, 0, 0)
+        assert 0 <= table.now_ms() < 60_000
+        table.hand_start = time.monotonic() - 1000.0  # the hand's clock counts milliseconds
+        assert 1_000_000 <= table.now_ms() < 1_000_500
+        assert table.state is not None
+        table.state.apply(None, {"type": "end_hand", "reason": "stalled"}, 5)
+        table.match.finish_hand()
+        table.row.status = "abandoned"  # ended early: a hand timer that fires now deals nothing
+        await table._start_hand()
+        assert table.hand_index == 0 and len((await store.load_tables(table_id="t1", with_hands=True))[0].hands) == 1
+        table.row.status = "playing"
+        await table._start_hand()
+        assert (table.hand_index, table.last_ms, table.n_actions) == (1, 0, 0)
+    finally:
+        await table.stop()
+
+
+async def test_the_checkpointer_truncates_every_so_many_checkpoints_and_only_then(
+        sqlite_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module, "CHECKPOINT_EVERY_S", 0.01)
+    monkeypatch.setattr(store_module, "TRUNCATE_EVERY", 4)
+    store = await Store.open(sqlite_url)
+    modes: list[bool] = []
+
+    async def checkpoint(truncate: bool = False) -> tuple[int, int, int]:
+        modes.append(truncate)
+        return (0, 0, 0)
+
+    monkeypatch.setattr(store, "checkpoint", checkpoint)
+    try:
+        await until(lambda: len(modes) >= 9, timeout=10)
+    finally:
+        await store.close()
+    assert modes[:9] == [False, False, False, True] * 2 + [False]
+
+
+async def test_the_owner_applies_at_most_max_batch_plays_before_one_write(store: Store,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from cardtable.server import table as table_module
+
+    table, _ = await started_nerts(store, "t1")
+    written: list[int] = []
+    insert = store.insert_actions
+
+    def insert_actions(tid: str, hand: int, rows: list[Any]) -> Any:
+        written.append(len(rows))
+        return insert(tid, hand, rows)
+
+    monkeypatch.setattr(store, "insert_actions", insert_actions)
+    try:
+        count = table_module.MAX_BATCH + 1
+        futures = [asyncio.get_running_loop().create_future() for _ in range(count)]
+        for future in futures:  # queued together, before the owner runs
+            table.queue.put_nowait(Play(0, {"type": "flip"}, future=future))
+        answers = await asyncio.wait_for(asyncio.gather(*futures), 30)
+        assert all(ok for ok, _ in answers) and written == [table_module.MAX_BATCH, 1]
+    finally:
+        await table.stop()
+
+
+async def test_stopping_a_table_whose_bot_task_failed_does_not_fail(store: Store) -> None:
+    table = await live_table(store, "t1")
+    table.start_owner()
+
+    async def crash() -> None:
+        raise RuntimeError("a bot fell over")
+
+    failed = asyncio.create_task(crash())
+    await asyncio.sleep(0)
+    table._bot_tasks[1] = ("greedy:easy", failed)
+    await table.stop()  # no exception
+    assert table.task is not None and table.task.done() and failed.done()
+
+
+@pytest.mark.parametrize("path", ["default", "transaction", "portable"])
+async def test_actions_keep_their_owners_epoch_on_every_write_path(url: str, path: str) -> None:
+    """Actions are written, each with the epoch of the process that wrote it and fenced, on every write path of
+    the store: the default (on PostgreSQL through asyncpg a batch of actions alone is one fenced statement, else a
+    transaction of statements compiled once), the transaction even for actions alone (``transaction``), and
+    SQLAlchemy's own execution when a driver's parameters are not positional (``portable``)."""
+    from cardtable.server import schema
+
+    store, new = await Store.open(url), await Store.open(url)
+    try:
+        if path != "default":
+            store._asyncpg = False
+        if path == "portable":
+            store._driver_sql = lambda statement: None  # type: ignore[method-assign]
+        await store.insert_table(table_row("free"))
+        store.fences["t1"] = store.fences["t2"] = 3  # two tables of one owner: the same epoch
+        await store.insert_table(table_row("t1", status="playing"))
+        await store.insert_table(table_row("t2", status="playing"))
+        for tid in ("free", "t1"):
+            await store.insert_hand(tid, 0, {"packs": []})
+        await store.insert_actions("t1", 0, [(0, 1, 10, {"type": "flip"}), (1, 0, 12, {"type": "flip", "n": 2})])
+        await store.insert_actions("t1", 0, [(2, None, 15, {"type": "rotate"})])
+        await store.insert_actions("free", 0, [(0, 0, 7, {"type": "flip"})])
+        await store.update_seat("t2", SeatRow(0, "person", "cy", None, "h"))  # the fence checks its own row only
+        rows = {row.id: row for row in await store.load_tables(with_hands=True)}
+        assert rows["t2"].seats[0].name == "cy"
+        assert rows["t1"].hands[0].actions == [(1, 10, {"type": "flip"}), (0, 12, {"type": "flip", "n": 2}),
+                                               (None, 15, {"type": "rotate"})]
+        assert rows["free"].hands[0].actions == [(0, 7, {"type": "flip"})]
+        a = schema.actions
+        async with store.engine.connect() as conn:
+            epochs = (await conn.execute(select(a.c.table_id, a.c.idx, a.c.epoch).order_by(a.c.table_id, a.c.idx))).all()
+        assert [tuple(row) for row in epochs] == [("free", 0, None), ("t1", 0, 3), ("t1", 1, 3), ("t1", 2, 3)]
+        assert await new.take("t1", 4) == 4  # another process takes it: this one's writes are refused
+        with pytest.raises(Fenced):
+            await store.insert_actions("t1", 0, [(3, 0, 20, {"type": "flip"})])
+        assert len((await store.load_tables(table_id="t1", with_hands=True))[0].hands[0].actions) == 3
+    finally:
+        await store.close()
+        await new.close()
+
+
+async def test_a_new_table_races_nerts_plays_by_send_time_only_in_nerts(store: Store) -> None:
+    from cardtable.server.fairness import FairGate
+
+    nerts = await live_table(store, "t1")
+    anemone = await live_table(store, "t2", game="anemone")
+    assert isinstance(nerts.gate, FairGate) and anemone.gate is None
+    for table in (nerts, anemone):  # not a Play now table, not started by a hello, not stopped, just seen
+        assert (table.play_now, table.start_on_hello, table.stopped) == (False, False, False)
+        assert 0 <= time.monotonic() - table.last_person < 60 and 0 <= time.monotonic() - table.last_presence < 60
+
+
+async def test_a_process_of_several_gets_the_fenced_session_settings_on_postgresql(url: str) -> None:
+    """With ``cluster`` (several processes), PostgreSQL sessions cut off a paused owner's open transaction and lock
+    waits after 3 s, and pooled connections are checked before use; one process keeps the defaults."""
+    several, alone = await Store.open(url, cluster=True), await Store.open(url)
+    try:
+        postgres = not url.startswith("sqlite")
+        for store, fenced in ((several, postgres), (alone, False)):
+            assert store.engine.pool._pre_ping is fenced  # type: ignore[attr-defined]
+            if postgres:
+                async with store.engine.connect() as conn:
+                    shown = [(await conn.exec_driver_sql(f"SHOW {name}")).scalar()
+                             for name in store_module.FENCED_SETTINGS]
+                assert shown == (["3s", "3s"] if fenced else ["0", "0"])
+        await alone.insert_table(table_row("t1"))  # stored by a process that holds no fence: epoch 0
+        assert await several.take("t1", 1) == 1
+    finally:
+        await several.close()
+        await alone.close()

@@ -128,6 +128,7 @@ CODES: dict[str, str] = {
     "request.too_large": "The request is too large: at most {limit} bytes",
     "request.head_too_large": "The request's headers are too large: at most {limit} bytes",
     "table.create_limit": "Too many new tables from your address: at most {rate} a minute",
+    "lobby.read_limit": "Too many lobby requests from your address: wait {retry_after_s} seconds",
     # -- accounts and players (docs/protocol.md, "Accounts and players") ------------------------------------
     "account.name_invalid": "A name has 1 to {max} characters: letters, digits, spaces and - _ . '",
     "account.name_taken": "That name is taken",
@@ -229,6 +230,7 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "request.too_large": ("limit",),
     "request.head_too_large": ("limit",),
     "table.create_limit": ("rate",),
+    "lobby.read_limit": ("rate", "retry_after_s"),
     "account.name_invalid": ("max", "char"),
     "account.name_taken": ("name",),
     "account.password_invalid": ("min", "max"),

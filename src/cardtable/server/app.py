@@ -27,7 +27,13 @@ from cardtable.server import accounts, players
 from cardtable.server import bots as server_bots
 from cardtable.server.cluster import Cluster, ClusterSettings
 from cardtable.server.counters import SharedLimiter
-from cardtable.server.guard import BodyGuard, describe_validation_errors, error_body, guarded_h11
+from cardtable.server.guard import (
+    AddressBuckets,
+    BodyGuard,
+    describe_validation_errors,
+    error_body,
+    guarded_h11,
+)
 from cardtable.server.lobby import router
 from cardtable.server.manager import Manager
 from cardtable.server.settings import Settings, settings_from_env
@@ -73,10 +79,13 @@ def create_app(db: str | None = None, settings: Settings | None = None, redis: s
 
     app = FastAPI(title="cardtable", lifespan=lifespan)
     app.state.settings = settings
+    app.state.lobby_reads = AddressBuckets(settings.lobby_reads_per_second, settings.lobby_read_burst)
 
     @app.exception_handler(TableError)
     async def table_error(_request: Request, error: TableError) -> JSONResponse:
-        return JSONResponse(error.to_dict(), status_code=error.status)
+        wait = error.params.get("retry_after_s")
+        return JSONResponse(error.to_dict(), status_code=error.status,
+                            headers=None if wait is None else {"Retry-After": str(wait)})
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_request: Request, error: RequestValidationError) -> JSONResponse:

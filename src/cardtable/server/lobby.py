@@ -2,23 +2,25 @@
 
 Bodies are validated by pydantic; refusals (a ``TableError``, turned into a reply by the app's exception handler)
 are ``4xx {"detail": reason, "code": ..., "params": {...}}`` (404 unknown table, 422 bad game, options, seats or
-body, 409 full, taken or not startable, 403 bad token, 413 body too large, 429 too many tables from one address).
-Each route's OpenAPI entry lists the refusals it can answer.
+body, 409 full, taken or not startable, 403 bad token, 413 body too large, 429 too many tables or lobby reads from
+one address). Each route's OpenAPI entry lists the refusals it can answer.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from cardtable import bots
 from cardtable.games import game_names, get_game
 from cardtable.server.accounts import bind_seat, mark_finished_accounts
+from cardtable.server.guard import AddressBuckets
 from cardtable.server.guard import error_responses as _errors
 from cardtable.server.manager import PLAY_NOW_BOTS, Manager
 from cardtable.server.players import play_now_bot
+from cardtable.server.table import TableError
 
 router = APIRouter(prefix="/api")
 
@@ -71,6 +73,23 @@ class TokenBody(BaseModel):
 def _manager(request: Request) -> Manager:
     manager: Manager = request.app.state.manager
     return manager
+
+
+async def count_read(request: Request) -> None:
+    """Count one lobby read from the client's address (``app.state.lobby_reads``); ``TableError`` 429
+    ``lobby.read_limit`` beyond ``lobby_reads_per_second`` (burst ``lobby_read_burst``), its ``retry_after_s`` also
+    sent as ``Retry-After``. A page of the lobby costs the server far more than the client (``docs/deploy.md``)."""
+    buckets: AddressBuckets = request.app.state.lobby_reads
+    wait = buckets.take(request.client.host if request.client else "?")
+    if wait:
+        rate = f"{buckets.rate:g}"
+        raise TableError(429, "lobby.read_limit", f"too many lobby requests from your address: at most {rate} a "
+                                                  f"second; try again in {wait} s", {"rate": rate, "retry_after_s": wait})
+
+
+READ = [Depends(count_read)]
+"""The dependencies of the lobby's costly reads: the table lists, a record and a replay (one table is as cheap as
+``/api/games``)."""
 
 
 def _seated(table_id: str, table: dict[str, Any], seat: int, token: str) -> dict[str, Any]:
@@ -141,14 +160,15 @@ Limit = Annotated[int | None, Query(ge=1, le=1000, description="Most tables in t
 Cursor = Annotated[str | None, Query(max_length=100, description="The X-Next-Cursor header of the previous page.")]
 
 
-@router.get("/tables", responses=_errors(422))
+@router.get("/tables", responses=_errors(422, 429), dependencies=READ)
 async def list_tables(
     request: Request, response: Response,
     status: Annotated[Literal["open", "playing", "finished"], Query()] = "open",
     limit: Limit = None, cursor: Cursor = None,
 ) -> list[dict[str, Any]]:
     """Tables with ``status`` (default ``open``), one page: open and playing ones oldest first, finished (and
-    abandoned) ones newest first. When more follow, the ``X-Next-Cursor`` header holds the next page's ``cursor``."""
+    abandoned) ones newest first. When more follow, the ``X-Next-Cursor`` header holds the next page's ``cursor``.
+    A lobby read: ``429 lobby.read_limit`` with ``Retry-After`` beyond the address's ``lobby_reads_per_second``."""
     tables, after = await _manager(request).list_tables(status, limit, cursor)
     if after is not None:
         response.headers["X-Next-Cursor"] = after
@@ -181,22 +201,24 @@ async def start_table(table_id: str, body: TokenBody, request: Request) -> dict[
     return (await _manager(request).start(table_id, body.token)).to_dict()
 
 
-@router.get("/tables/{table_id}/record", responses=_errors(404, 409))
+@router.get("/tables/{table_id}/record", responses=_errors(404, 409, 429), dependencies=READ)
 async def table_record(table_id: str, request: Request) -> dict[str, Any]:
-    """The ``cardtable/1`` record of a finished table."""
+    """The ``cardtable/1`` record of a finished table (a lobby read, limited per address as ``/api/tables``)."""
     return (await _manager(request).record(table_id)).to_dict()
 
 
-@router.get("/tables/{table_id}/replay", responses=_errors(404, 409))
+@router.get("/tables/{table_id}/replay", responses=_errors(404, 409, 429), dependencies=READ)
 async def table_replay(table_id: str, request: Request) -> dict[str, Any]:
-    """A finished table's record and its steps, each with the public view."""
+    """A finished table's record and its steps, each with the public view (a lobby read, limited per address as
+    ``/api/tables``)."""
     return await _manager(request).replay(table_id)
 
 
-@router.get("/finished", responses=_errors(422))
+@router.get("/finished", responses=_errors(422, 429), dependencies=READ)
 async def finished_tables(request: Request, response: Response, limit: Limit = None,
                           cursor: Cursor = None) -> list[dict[str, Any]]:
-    """Finished (and abandoned) games, newest first, one page (``X-Next-Cursor`` as for ``/api/tables``)."""
+    """Finished (and abandoned) games, newest first, one page (``X-Next-Cursor`` and the read limit as for
+    ``/api/tables``)."""
     tables, after = await _manager(request).list_tables("finished", limit, cursor)
     if after is not None:
         response.headers["X-Next-Cursor"] = after

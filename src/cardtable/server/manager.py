@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import heapq
 import logging
 import random
 import time
+import traceback
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from cardtable import bots, records
 from cardtable.engine import HandState
 from cardtable.games import get_game
 from cardtable.replay import fold
+from cardtable.server.listing import LiveLists
 from cardtable.server.messages import RateLimiter
 from cardtable.server.play import Peer
 from cardtable.server.store import SeatRow, Store, TableRow
@@ -38,6 +40,23 @@ PLAY_NOW_BOTS = {"nerts": "greedy:medium", "anemone": "ismcts:medium"}
 
 PLAY_NOW_SEATS = 4
 """Seats at a table made by Play now."""
+
+T = TypeVar("T")
+
+
+async def on_owner(table: Table, fn: Callable[[], Awaitable[T]]) -> T:
+    """Run ``fn`` on ``table``'s owner (:meth:`Table.submit_call`): its result, or what it raised.
+
+    What it raised comes back with the owner's frames in its traceback, and ``Table._run_call``'s frame holds the
+    call, whose future holds the exception: one reference cycle per refusal, which kept each connection refused at
+    ``hello`` (``connection.seat_limit``: about 10 objects, its WebSocket among them) until a full collection
+    (issue 10, point 5). Those frames have returned by now, so their locals are cleared here."""
+    try:
+        result: T = await table.submit_call(fn)
+    except Exception as error:
+        traceback.clear_frames(error.__traceback__)
+        raise
+    return result
 
 
 def _table_from_row(row: TableRow) -> dict[str, Any]:
@@ -91,6 +110,8 @@ class Manager:
         self._play_now_lock = asyncio.Lock()
         self.cluster: Cluster | None = None
         """Set when this process is one of several (``--redis``, ``server/cluster.py``)."""
+        self.listing = LiveLists()
+        """The open and playing tables in the lobby's order (one process only: several list from the database)."""
 
     @classmethod
     async def open(cls, store: Store, settings: Settings, cluster: Cluster | None = None) -> Manager:
@@ -116,6 +137,7 @@ class Manager:
             log.exception("table %s: its record does not replay; left out", row.id)
             return None
         self.tables[row.id] = table
+        self._list(table)
         table.start_owner()
         if table.status == "open" and self.only_bots_besides_one_person(table):
             self.arm_autostart(table, self.settings.solo_start_s, on_hello=True)
@@ -177,13 +199,14 @@ class Manager:
             return True
 
         try:
-            ended = await table.submit_call(go)
+            ended = await on_owner(table, go)
         except Exception:
             log.exception("table %s: ending it as %s failed", table.id, status)
             return
         if ended:
             log.info("table %s: %s", table.id, status)
             self.tables.pop(table.id, None)
+            self.listing.discard(table)
             self._disarm_autostart(table)
             table.flush_spectators()
             for peer in table.all_peers():
@@ -272,6 +295,7 @@ class Manager:
             raise
         table = Table(row, info, self.store, self.settings)
         self.tables[row.id] = table
+        self._list(table)
         if self.cluster is not None:
             self.cluster.adopt(table)
         table.start_owner()
@@ -346,7 +370,7 @@ class Manager:
             self.arm_autostart(table, self.settings.play_now_start_s, on_hello=False)
             table.announce()
 
-        await table.submit_call(mark)
+        await on_owner(table, mark)
         return table, seat, token
 
     @staticmethod
@@ -392,6 +416,7 @@ class Manager:
         for seat in table.seats:
             seat.replaceable = False
         table.row.status = "playing"
+        self._list(table)
         await self.store.update_status(table.id, "playing")
         for seat in table.seats:
             table._start_away_timer(seat)
@@ -494,7 +519,7 @@ class Manager:
             table.announce()
             return chosen.row.seat, token
 
-        taken_seat, token = await table.submit_call(take)
+        taken_seat, token = await on_owner(table, take)
         return table, taken_seat, token
 
     def seat_of(self, table: Table, token: str | None) -> int:
@@ -539,7 +564,7 @@ class Manager:
             await self.store.update_seat(table.id, seat.row)
             table.announce()
 
-        await table.submit_call(go)
+        await on_owner(table, go)
         return table
 
     async def start(self, table_id: str, token: str) -> Table | RemoteTable:
@@ -557,7 +582,7 @@ class Manager:
                 raise TableError(409, "table.not_ready", "not startable: every seat must be taken first")
             await self._begin(table)
 
-        await table.submit_call(go)
+        await on_owner(table, go)
         return table
 
     async def table_dict(self, table_id: str) -> dict[str, Any]:
@@ -573,6 +598,11 @@ class Manager:
         if not rows:
             raise TableError(404, "table.not_found", f"no table {table_id!r}", {"table": table_id})
         return _table_from_row(rows[0])
+
+    def _list(self, table: Table) -> None:
+        """Put ``table`` in the lobby's list of its status (one process only; several list from the database)."""
+        if self.cluster is None:
+            self.listing.add(table)
 
     async def list_tables(self, status: str, limit: int | None = None,
                           cursor: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
@@ -606,9 +636,7 @@ class Manager:
             out = [self.tables[r.id].to_dict() if r.id in self.tables
                    else published.get(r.id) or _table_from_row(r) for r in chosen]
             return out, f"{chosen[-1].created}~{chosen[-1].id}" if more else None
-        candidates = [t for t in self.tables.values()
-                      if t.status == status and (after is None or (t.row.created, t.id) > after)]
-        page = heapq.nsmallest(size + 1, candidates, key=lambda t: (t.row.created, t.id))
+        page = self.listing.page(status, after, size + 1, self.tables)
         more = len(page) > size
         page = page[:size]
         return [t.to_dict() for t in page], f"{page[-1].row.created}~{page[-1].id}" if more else None
@@ -660,7 +688,7 @@ class Manager:
                 if table.status == "open" and table.start_on_hello and self.only_bots_besides_one_person(table):
                     await self._begin(table)
 
-        await table.submit_call(go)
+        await on_owner(table, go)
 
     async def goodbye(self, table: Table, peer: Peer) -> None:
         """Forget a closed connection (a person's grace timer starts when their last connection goes)."""
@@ -672,4 +700,4 @@ class Manager:
                 table.announce()
 
         if table.task is not None and not table.task.done():
-            await table.submit_call(go)
+            await on_owner(table, go)

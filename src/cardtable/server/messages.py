@@ -143,6 +143,13 @@ class RateLimiter:
             return True
         return False
 
+    def wait_s(self) -> float:
+        """Seconds until the next token is there (0.0 when one is; ``inf`` at rate 0). Takes nothing."""
+        missing = 1.0 - (self._tokens + (time.monotonic() - self._last) * self.rate)
+        if missing <= 0.0:
+            return 0.0
+        return missing / self.rate if self.rate > 0 else float("inf")
+
     def full(self) -> bool:
         """Whether the bucket has refilled to its burst (nothing taken lately: the limiter may be forgotten)."""
         now = time.monotonic()

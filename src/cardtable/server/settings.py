@@ -34,7 +34,7 @@ class Settings:
     Tables: ``open_table_idle_s`` an open table with nobody connected lives, ``abandon_after_s`` a table in play
     with no person connected lives beyond its grace before it ends as abandoned, ``expiry_check_s`` between sweeps,
     ``creates_per_minute`` and ``create_burst`` per client address, ``page_size`` and ``max_page_size`` of
-    ``GET /api/tables``.
+    ``GET /api/tables``, ``lobby_reads_per_second`` and ``lobby_read_burst`` per client address (below).
 
     Several processes (``--redis``): ``lease_ms``, ``sweep_s``, ``call_timeout_s`` (below).
     """
@@ -73,6 +73,11 @@ class Settings:
     call_timeout_s: float = 10.0
     """Several processes: seconds a join, leave or start forwarded to the table's owner may take before it is
     answered 503."""
+    lobby_reads_per_second: float = 20.0
+    """Lobby reads (``GET /api/tables``, ``/api/finished``, a table's record and replay) per client address per
+    second, counted by each process; beyond it ``429`` with ``Retry-After``."""
+    lobby_read_burst: int = 60
+    """Lobby reads a client address may make at once (a browser's lobby reads three lists every 5 s)."""
 
 
 ENV_NAMES = {
@@ -110,6 +115,8 @@ HELP = {
     "lease_ms": "With --redis: milliseconds a table's lease lives unrenewed (failover takes about this long).",
     "sweep_s": "With --redis: seconds between sweeps for tables whose owner process died.",
     "call_timeout_s": "With --redis: seconds a join, leave or start forwarded to the table's owner process may take (503 beyond).",
+    "lobby_reads_per_second": "Lobby reads (table lists, a record or a replay) per client address per second (429 beyond).",
+    "lobby_read_burst": "Lobby reads a client address may make at once.",
 }
 """One line of help per setting, for ``cardtable serve --help``."""
 
