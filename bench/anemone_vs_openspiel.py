@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
 import json
 import math
 import random
@@ -285,8 +286,10 @@ def openspiel_speed(positions: int, seed: int, budgets: list[int]) -> None:
     game, from ``positions`` four-seat positions (dealt and played into at random from ``seed``), per budget.
 
     Almost all of it is the game's Python methods (``clone``, ``apply_action``, ``legal_actions``,
-    ``information_state_string``, ``resample_from_infostate``), so this is the figure to watch when changing
-    ``cardtable.openspiel``: the bot's algorithm and settings never change.
+    ``information_state_string``, ``resample_from_infostate``) and NumPy's ``choice`` in the bot's random
+    rollouts, so this is the figure to watch when changing ``cardtable.openspiel``: the bot's algorithm and
+    settings never change. A change to the game must not change what the bot does either: the line ends with a
+    digest of every move chosen and the root's visit counts, to compare between versions (the same ``--seed``).
     """
     game = pyspiel.load_game(cos.GAME_NAME, {"players": 4, "rounds": 1})
     rng = random.Random(seed)
@@ -302,14 +305,18 @@ def openspiel_speed(positions: int, seed: int, budgets: list[int]) -> None:
         states.append(state)
     for simulations in budgets:
         cpu_ms = []
+        digest = hashlib.sha256()
         for i, state in enumerate(states):
             bot = cos.ismcts_bot(game, simulations, seed=seed + i)
             cpu = time.process_time()
-            bot.step(state)
+            action = bot.step(state)
             cpu_ms.append((time.process_time() - cpu) * 1000)
+            visits = sorted((int(a), child.visits) for a, child in bot._root_node.child_info.items())
+            digest.update(repr((int(action), visits)).encode())
         print(
             f"OpenSpiel ISMCTSBot speed, {positions} four-seat positions, {simulations} simulations: "
-            f"{statistics.mean(cpu_ms):,.0f} ms CPU per move (min {min(cpu_ms):,.0f}, max {max(cpu_ms):,.0f})",
+            f"{statistics.mean(cpu_ms):,.0f} ms CPU per move (min {min(cpu_ms):,.0f}, max {max(cpu_ms):,.0f}); "
+            f"moves and root visits digest {digest.hexdigest()[:12]}",
             flush=True,
         )
 

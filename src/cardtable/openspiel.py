@@ -658,7 +658,10 @@ def ismcts_bot(
 
     ``uct_c`` is in points, the scale of the game's returns. OpenSpiel's Python ISMCTS keeps no memory between
     moves but does not say so to ``evaluate_bots``; the bot returned here does (``restart_at`` and
-    ``inform_action`` do nothing).
+    ``inform_action`` do nothing). Its world samples draw from a generator seeded by ``seed`` (through the bot's
+    ``set_resampler`` hook, the same uniform resampling): left to itself the bot passes a fresh
+    ``pyspiel.UniformProbabilitySampler`` each time, seeded by the machine, so the same seed gave different
+    moves from run to run.
     """
     from open_spiel.python.algorithms import ismcts, mcts
 
@@ -671,4 +674,7 @@ def ismcts_bot(
 
     random_state = np.random.RandomState(seed)
     evaluator = mcts.RandomRolloutEvaluator(rollouts, random_state)
-    return _Bot(game, evaluator, uct_c, simulations, random_state=random_state)
+    bot = _Bot(game, evaluator, uct_c, simulations, random_state=random_state)
+    worlds = random.Random(seed)
+    bot.set_resampler(lambda state, player: state.resample_from_infostate(player, worlds.random))
+    return bot
