@@ -129,7 +129,10 @@ def budget_options(text: str) -> dict[str, Any]:
         name, _, value = item.partition("=")
         if name not in fields or name in ("simulations", "seconds"):
             raise ValueError(f"--ours-options: no such search option {name!r}")
-        out[name] = bool(int(value)) if fields[name].type in ("bool", bool) else float(value)
+        kind = fields[name].type
+        out[name] = (
+            bool(int(value)) if kind in ("bool", bool) else int(value) if kind in ("int", int) else float(value)
+        )
     return out
 
 
