@@ -24,6 +24,12 @@ extra);
   of simulations each: simulations per CPU second (and per wall-clock second), and the ratio to the baseline
   measured in the same run: the search as first written (:func:`baseline_search`: the same tree search on the
   engine's ``AnemoneState.moves``/``copy``/``playout``, and a card-by-card deal).
+- OpenSpiel's bot alone (``--openspiel-positions``): CPU milliseconds per move on our game and on
+  :class:`PlainGame` (the game without its shortcuts and caches) from the same positions, the ratio, and whether
+  both chose the same moves with the same root visit counts (a digest, to compare versions of the game too).
+
+OpenSpiel's bot draws its world samples from its seed (:func:`cardtable.openspiel.ismcts_bot`), so a game is
+the same from run to run as long as our bot plays the same.
 """
 
 from __future__ import annotations

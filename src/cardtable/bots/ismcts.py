@@ -72,6 +72,12 @@ class Budget:
     ``own_vs_best`` measures its margin against the best other seat instead of the others' mean. The other
     seats keep the point margin (the same as their own points: the points dealt out are fixed), which models
     opponents that play for points.
+
+    ``prune_spends``: the tree offers each card with only the anemone spends that can change who wins the trick
+    (:func:`sensible_moves`). ``halving``: the root's simulations are shared out by sequential halving
+    (:class:`_Halving`) instead of UCB1, and the surviving move is played. ``smart``: the chance that a playout
+    turn follows a few rules instead (see :func:`playout`). ``max_depth``: the tree stops growing below that
+    depth (1: flat Monte Carlo over the root moves); 0 for no limit.
     """
 
     simulations: int
@@ -90,12 +96,14 @@ class Budget:
 LEVELS: dict[str, Budget] = {
     "easy": Budget(150, 0.15),
     "medium": Budget(800, 0.5),
-    "hard": Budget(2500, 0.6, greedy=0.5, own_vs_best=True),
+    "hard": Budget(2500, 0.6, greedy=0.5, own_vs_best=True, prune_spends=True, halving=True),
 }
 """Budgets by level; ``hard`` stays under 1 second per move. ``hard`` also plays out half the following turns
-greedily and, in a hand that decides the match, measures its own margin against the best other seat: against
-OpenSpiel's ISMCTS, one of ours against three of theirs at 500 simulations, that took our win rate from 23.8% to
-36.2% over the same 40 deals and seats (``bench/anemone_vs_openspiel.py``)."""
+greedily, in a hand that decides the match measures its own margin against the best other seat, offers each card
+with only the anemone spends that can change who wins the trick, and shares the root's simulations out by
+sequential halving. Chosen against OpenSpiel's ISMCTS at 500 simulations over the bench's first 100 deals and
+seats (``docs/ai.md``, "How the search options were chosen"): one of ours against three of theirs, 26.0% won
+without the last two, 39.5% with them."""
 
 
 class _Node:
@@ -239,6 +247,13 @@ def playout(
     events or trick history: only ``hands``, ``anem``, ``supply``, ``points``, ``deck`` and ``over`` are
     brought up to date. The rules are the engine's ("A trick", "Taking an anemone", the 2-seat draws; a test
     replays ``trace``, the moves made, through :meth:`AnemoneState.apply`).
+
+    With probability ``greedy`` a turn following a lead plays the lowest card that takes the trick so far, else
+    the lowest playable card. With probability ``smart`` (tried first) a turn follows rules instead: a leader
+    plays a random card; a seat that must discard keeps the card worth most in its own pile (a 3, 5 or 8); a
+    follower plays its lowest card that takes the trick so far (a 3, 5 or 8 counting 2 lower), else dumps its
+    lowest card that is not a 3, 5 or 8, or, last to act, spends the fewest anemones that make its highest
+    card win.
     """
     if state.over:
         return
