@@ -24,12 +24,19 @@ extra);
   of simulations each: simulations per CPU second (and per wall-clock second), and the ratio to the baseline
   measured in the same run: the search as first written (:func:`baseline_search`: the same tree search on the
   engine's ``AnemoneState.moves``/``copy``/``playout``, and a card-by-card deal).
+- OpenSpiel's bot alone (``--openspiel-positions``): CPU milliseconds per move on our game and on
+  :class:`PlainGame` (the game without its shortcuts and caches) from the same positions, the ratio, and whether
+  both chose the same moves with the same root visit counts (a digest, to compare versions of the game too).
+
+OpenSpiel's bot draws its world samples from its seed (:func:`cardtable.openspiel.ismcts_bot`), so a game is
+the same from run to run as long as our bot plays the same.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
 import json
 import math
 import random
@@ -46,6 +53,7 @@ import pyspiel
 import cardtable.openspiel as cos
 from cardtable.bots.ismcts import LEVELS, Budget, Determinizer, IsmctsBot, Move, _Node, search
 from cardtable.engine import View
+from cardtable.envs.anemone_encoding import action_index
 from cardtable.games.anemone import CODE, AnemoneMatch, AnemoneOptions, AnemoneState
 from cardtable.sim.anemone import wilson
 
@@ -127,7 +135,10 @@ def budget_options(text: str) -> dict[str, Any]:
         name, _, value = item.partition("=")
         if name not in fields or name in ("simulations", "seconds"):
             raise ValueError(f"--ours-options: no such search option {name!r}")
-        out[name] = bool(int(value)) if fields[name].type in ("bool", bool) else float(value)
+        kind = fields[name].type
+        out[name] = (
+            bool(int(value)) if kind in ("bool", bool) else int(value) if kind in ("int", int) else float(value)
+        )
     return out
 
 
@@ -280,36 +291,95 @@ def speed(positions: int, seed: int, simulations: int = 4000) -> None:
     )
 
 
+class PlainState(cos.EnemyAnemoneState):
+    """The OpenSpiel game without its shortcuts and caches, the baseline of :func:`openspiel_speed`: legal actions
+    asked through OpenSpiel's C++ side and listed from the engine's own ``legal_actions`` (and listed again for
+    every action applied), information state strings built from the whole history each time, the resampling's
+    preparation redone for every world sample. Answers are the same: a test of the shortcuts too."""
+
+    def legal_actions(self, player: int | None = None) -> list[int]:
+        if player is None:
+            return list(pyspiel.State.legal_actions(self))
+        return list(pyspiel.State.legal_actions(self, player))
+
+    def _legal_actions(self, player: int) -> list[int]:
+        hand = self._hand()
+        if hand is None or player != hand.turn:
+            return []
+        return sorted(action_index(action) for action in hand.legal_actions(player))
+
+    def _apply_action(self, action: int) -> None:
+        self.core.actions = None
+        super()._apply_action(action)
+
+    def information_state_string(self, player: int | None = None) -> str:
+        return cos.information_state_from_scratch(self, self.current_player() if player is None else player)
+
+    def resample_from_infostate(
+        self, player_id: int, probability_sampler: Any = None
+    ) -> cos.EnemyAnemoneState:
+        self.core.resampling = None
+        return super().resample_from_infostate(player_id, probability_sampler)
+
+
+class PlainGame(cos.EnemyAnemoneGame):
+    """The game whose states are :class:`PlainState` (not registered: made directly)."""
+
+    def new_initial_state(self) -> PlainState:
+        return PlainState(self)
+
+
 def openspiel_speed(positions: int, seed: int, budgets: list[int]) -> None:
     """Milliseconds of CPU per move of OpenSpiel's ``ISMCTSBot`` (the settings of the strength test) on our
     game, from ``positions`` four-seat positions (dealt and played into at random from ``seed``), per budget.
 
     Almost all of it is the game's Python methods (``clone``, ``apply_action``, ``legal_actions``,
-    ``information_state_string``, ``resample_from_infostate``), so this is the figure to watch when changing
-    ``cardtable.openspiel``: the bot's algorithm and settings never change.
+    ``information_state_string``, ``resample_from_infostate``) and NumPy's ``choice`` in the bot's random
+    rollouts, so this is the figure to watch when changing ``cardtable.openspiel``: the bot's algorithm and
+    settings never change. The same searches run on :class:`PlainGame` (the game without its shortcuts and
+    caches) give the ratio, and must choose the same moves with the same root visit counts; the line ends with a
+    digest of those, to compare between versions too (the same ``--seed``).
     """
-    game = pyspiel.load_game(cos.GAME_NAME, {"players": 4, "rounds": 1})
+    params = {"players": 4, "rounds": 1}
+    games = {"ours": pyspiel.load_game(cos.GAME_NAME, params), "plain": PlainGame(params)}
     rng = random.Random(seed)
-    states = []
+    paths = []
     for _ in range(positions):
-        state = game.new_initial_state()
+        state = games["ours"].new_initial_state()
+        path = []
         while state.is_chance_node():
-            state.apply_action(rng.choice([a for a, _ in state.chance_outcomes()]))
+            path.append(rng.choice([a for a, _ in state.chance_outcomes()]))
+            state.apply_action(path[-1])
         for _ in range(rng.randrange(0, 30)):
-            state.apply_action(rng.choice(state.legal_actions()))
+            path.append(rng.choice(state.legal_actions()))
+            state.apply_action(path[-1])
         while len(state.legal_actions()) < 2:
-            state.apply_action(state.legal_actions()[0])
-        states.append(state)
+            path.append(state.legal_actions()[0])
+            state.apply_action(path[-1])
+        paths.append(path)
     for simulations in budgets:
-        cpu_ms = []
-        for i, state in enumerate(states):
-            bot = cos.ismcts_bot(game, simulations, seed=seed + i)
-            cpu = time.process_time()
-            bot.step(state)
-            cpu_ms.append((time.process_time() - cpu) * 1000)
+        cpu_ms: dict[str, list[float]] = {"ours": [], "plain": []}
+        digests: dict[str, str] = {}
+        for name, game in games.items():
+            digest = hashlib.sha256()
+            for i, path in enumerate(paths):
+                state = game.new_initial_state()
+                for action in path:
+                    state.apply_action(action)
+                bot = cos.ismcts_bot(game, simulations, seed=seed + i)
+                cpu = time.process_time()
+                action = bot.step(state)
+                cpu_ms[name].append((time.process_time() - cpu) * 1000)
+                visits = sorted((int(a), child.visits) for a, child in bot._root_node.child_info.items())
+                digest.update(repr((int(action), visits)).encode())
+            digests[name] = digest.hexdigest()[:12]
+        ours, plain = statistics.mean(cpu_ms["ours"]), statistics.mean(cpu_ms["plain"])
+        same = "the same" if digests["ours"] == digests["plain"] else "DIFFERENT"
         print(
             f"OpenSpiel ISMCTSBot speed, {positions} four-seat positions, {simulations} simulations: "
-            f"{statistics.mean(cpu_ms):,.0f} ms CPU per move (min {min(cpu_ms):,.0f}, max {max(cpu_ms):,.0f})",
+            f"{ours:,.0f} ms CPU per move (min {min(cpu_ms['ours']):,.0f}, max {max(cpu_ms['ours']):,.0f}); "
+            f"on the plain game {plain:,.0f}; ratio {plain / ours:.2f}x; moves and root visits {same} "
+            f"(digest {digests['ours']})",
             flush=True,
         )
 

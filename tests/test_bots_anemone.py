@@ -25,6 +25,7 @@ from cardtable.bots.ismcts import (
     playout,
     playout_rewards,
     search,
+    sensible_moves,
 )
 from cardtable.games.anemone import (
     CODE,
@@ -117,7 +118,15 @@ def test_heuristic_discards_a_bonus_card() -> None:
     assert choice == {"type": "discard", "card": "3A"}
 
 
-def test_ismcts_search_wins_a_valuable_trick_when_last() -> None:
+@pytest.mark.parametrize(
+    "budget",
+    [
+        Budget(400, 10.0),
+        Budget(400, 10.0, greedy=0.5, own_vs_best=True, prune_spends=True, smart=0.5, halving=True),
+        Budget(400, 10.0, smart=1.0, max_depth=1),
+    ],
+)
+def test_ismcts_search_wins_a_valuable_trick_when_last(budget: Budget) -> None:
     # seat 2 (all of suit C) is last to play; 5A and 8B are in the trick: 8C (a tie goes to the later card),
     # 9C or 10C wins 4 points or more
     hands = [
@@ -129,9 +138,23 @@ def test_ismcts_search_wins_a_valuable_trick_when_last() -> None:
     state = match.start_hand({"hands": hands})
     state.apply(0, {"type": "play", "card": "5A"})
     state.apply(1, {"type": "play", "card": "8B"})
-    move, visits = search(state.view(2), Budget(400, 10.0), random.Random(0))
+    move, visits = search(state.view(2), budget, random.Random(0))
     assert move in [(True, card_number(c), ()) for c in ("8C", "9C", "10C")]
     assert sum(visits.values()) == 400
+
+
+def test_sequential_halving_spends_the_budget_and_keeps_the_best_half() -> None:
+    """With halving, every root move is tried equally in the first round and the budget is spent; the move
+    played is the one that survived every round, with the most visits (ties aside)."""
+    state = position(4, 3, 0)
+    view = state.view(state.to_act()[0])
+    budget = Budget(500, 60.0, halving=True)
+    move, visits = search(view, budget, random.Random(1))
+    assert sum(visits.values()) == 500
+    assert len(visits) == len(state.moves())  # ten cards led, each tried
+    rounds = 4  # ceil(log2(10))
+    assert min(visits.values()) == 500 // (10 * rounds)
+    assert visits[move] == max(visits.values())
 
 
 @settings(max_examples=40, deadline=None)
@@ -209,14 +232,15 @@ def test_wilson_interval() -> None:
     seed=st.integers(0, 10_000),
     steps=st.integers(0, 30),
     greedy=st.sampled_from([0.0, 0.5, 1.0]),
+    smart=st.sampled_from([0.0, 0.5, 1.0]),
 )
-def test_fast_playout_follows_the_engine(players: int, seed: int, steps: int, greedy: float) -> None:
-    """The search's playout (random or partly greedy) makes only moves the engine allows and ends where the
-    engine ends."""
+def test_fast_playout_follows_the_engine(players: int, seed: int, steps: int, greedy: float, smart: float) -> None:
+    """The search's playout (random, partly greedy, partly smart) makes only moves the engine allows and ends
+    where the engine ends."""
     start = position(players, seed, steps)
     fast = start.copy()
     trace: list[Move] = []
-    playout(fast, random.Random(seed), anemone_chance=0.5, trace=trace, greedy=greedy)
+    playout(fast, random.Random(seed), anemone_chance=0.5, trace=trace, greedy=greedy, smart=smart)
     engine = start.copy()
     for is_play, card, faces in trace:
         seat = engine.to_act()[0]
@@ -240,6 +264,60 @@ def test_search_moves_are_the_engines(players: int, seed: int, steps: int) -> No
     state = position(players, seed, steps)
     if not state.over:
         assert fast_moves(state) == state.moves()
+
+
+@settings(max_examples=80, deadline=None)
+@given(players=st.integers(2, 6), seed=st.integers(0, 10_000), steps=st.integers(0, 40))
+def test_sensible_moves_drop_only_spends_that_cannot_matter(players: int, seed: int, steps: int) -> None:
+    """The pruned moves are engine moves: every card the engine offers, with no anemones, and at most one spend
+    per total value, each making the card reach the trick's highest value (a tie goes to the later card) and
+    none above the least that beats the most any seat still to act could play (10 plus its anemones)."""
+    state = position(players, seed, steps)
+    if state.over:
+        return
+    moves = sensible_moves(state)
+    engine = state.moves()
+    assert set(moves) <= set(engine)
+    assert {(is_play, card) for is_play, card, _ in moves} == {(is_play, card) for is_play, card, _ in engine}
+    assert all((is_play, card, ()) in moves for is_play, card, _ in engine)
+    totals = [(card, sum(faces)) for _, card, faces in moves]
+    assert len(totals) == len(set(totals))
+    high = max((play[3] for play in state.trick), default=-1)
+    later = [
+        sum(state.anem[(state.leader + j) % players]) for j in range(state.k + 1, state.n_turns)
+    ]
+    need = max(high, 11 + max(later)) if later else high
+    for _, card, faces in moves:
+        if faces:
+            value = card % 10 + 1 + sum(faces)
+            assert high <= value <= need
+
+
+def test_sensible_moves_spend_to_win_the_trick_only() -> None:
+    """Last to act holding +1, +1, +2, facing a 6: the 4 is offered plain and with +2 (one +2, keeping the +1s),
+    the least that wins (a tie goes to the later card), not with +1 (still loses) nor more (not needed); the 7
+    wins plain. Second to act, the 4 is offered with every total up to +4 (a later 10 could still beat it)."""
+    four, seven = card_number("4A"), card_number("7B")
+    last = AnemoneState.new(
+        [[four, seven], [card_number("6C")], [card_number("2D")], [card_number("9C")]],
+        anemones=[[1, 1, 2], [], [], []],
+        leader=1,
+    )
+    last.step(True, card_number("6C"))
+    last.step(True, card_number("2D"))
+    last.step(False, card_number("9C"))  # no suit left for seat 3: a discard
+    assert last.turn == 0
+    assert sensible_moves(last) == [(True, four, ()), (True, four, (2,)), (True, seven, ())]
+    second = AnemoneState.new(
+        [[four, seven], [], [], [card_number("6C")]], anemones=[[1, 1, 2], [], [], []], leader=3
+    )
+    second.step(True, card_number("6C"))
+    assert [faces for _, card, faces in sensible_moves(second) if card == four] == [
+        (),
+        (2,),
+        (1, 2),
+        (1, 1, 2),
+    ]
 
 
 def test_playout_rewards_margin_best_other_and_win_share() -> None:

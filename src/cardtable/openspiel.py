@@ -91,6 +91,38 @@ _SPENDS_HELD: dict[tuple[int, int], tuple[int, ...]] = {
 ascending."""
 _SPEND_FACES: tuple[tuple[int, ...], ...] = tuple((1,) * ones + (2,) * twos for ones, twos in enc.SPENDS)
 """The anemone faces a spend index spends, as the engine's moves list them (+1s first)."""
+_MOVES: tuple[tuple[bool, int, tuple[int, ...]], ...] = tuple(
+    (True, index // _SPEND_COUNT, _SPEND_FACES[index % _SPEND_COUNT])
+    if index < enc.PLAYS
+    else (False, index - enc.PLAYS, ())
+    for index in range(enc.NUM_ACTIONS)
+)
+"""The engine move ``(is_play, card, anemone faces)`` of each action index."""
+_SUIT_BIT: tuple[int, ...] = tuple(1 << suit for suit in SUIT_OF)
+
+
+def _legal_indices(hand: AnemoneState) -> tuple[int, ...]:
+    """The legal action indices of the seat to act in ``hand`` (a hand not over), ascending.
+
+    Every hand of the game's engine state is kept in ascending card order (sorted when dealt, resampled or
+    drawn into), so the playable cards come out ascending without sorting.
+    """
+    turn = hand.turn
+    held = hand.hands[turn]
+    mask = hand.mask
+    if mask:
+        suit_bit = _SUIT_BIT
+        playable = [card for card in held if not mask & suit_bit[card]]
+        if not playable:
+            return tuple([enc.PLAYS + card for card in held])
+    else:
+        playable = held
+    faces = hand.anem[turn]
+    if faces:
+        ones = faces.count(1)
+        spends = _SPENDS_HELD[ones, len(faces) - ones]
+        return tuple([card * _SPEND_COUNT + spend for card in playable for spend in spends])
+    return tuple([card * _SPEND_COUNT for card in playable])
 
 
 class EnemyAnemoneGame(pyspiel.Game):
@@ -133,7 +165,6 @@ class EnemyAnemoneGame(pyspiel.Game):
         return AnemoneObserver(self.options.players, perfect_recall)
 
 
-_SUIT_BIT: tuple[int, ...] = tuple(1 << suit for suit in SUIT_OF)
 _NO_REWARDS: dict[int, tuple[float, ...]] = {n: (0.0,) * n for n in range(2, 7)}
 _CACHES = ("actions", "info", "resampling")
 """The _Core slots that only cache what the others determine (never pickled)."""
@@ -281,25 +312,7 @@ class EnemyAnemoneState(pyspiel.State):
         core = self.core
         actions = core.actions
         if actions is None:
-            hand = self._hand()
-            if hand is None or hand.over:
-                actions = ()
-            else:
-                mask = hand.mask
-                turn = hand.turn
-                held = hand.hands[turn]
-                suit_bit = _SUIT_BIT
-                playable = sorted([card for card in held if not mask & suit_bit[card]])
-                if not playable:
-                    actions = tuple(sorted([enc.PLAYS + card for card in held]))
-                elif hand.anem[turn]:
-                    faces = hand.anem[turn]
-                    ones = faces.count(1)
-                    spends = _SPENDS_HELD[ones, len(faces) - ones]
-                    actions = tuple([card * _SPEND_COUNT + spend for card in playable for spend in spends])
-                else:
-                    actions = tuple([card * _SPEND_COUNT for card in playable])
-            core.actions = actions
+            actions = core.actions = _legal_indices(core.match._hand) if core.player >= 0 else ()  # type: ignore[arg-type]
         return actions
 
     def _legal_actions(self, player: int) -> list[int]:
@@ -315,7 +328,9 @@ class EnemyAnemoneState(pyspiel.State):
         core = self.core
         if core.player >= 0 and (player is None or player == core.player):
             actions = core.actions
-            return list(actions if actions is not None else self._actions())
+            if actions is None:
+                actions = core.actions = _legal_indices(core.match._hand)  # type: ignore[arg-type]
+            return list(actions)
         if player is None:
             return list(pyspiel.State.legal_actions(self))
         return list(pyspiel.State.legal_actions(self, player))
@@ -344,36 +359,34 @@ class EnemyAnemoneState(pyspiel.State):
         seat = hand.turn
         action = int(action)
         actions = core.actions
-        if action not in (actions if actions is not None else self._actions()):
+        if actions is None:
+            actions = _legal_indices(hand)
+        if action not in actions:
             raise ValueError(f"action {action} is not legal for seat {seat} here")
-        if action < enc.PLAYS:
-            is_play = True
-            card, spend = divmod(action, _SPEND_COUNT)
-            faces = _SPEND_FACES[spend]
-        else:
-            is_play = False
-            card = action - enc.PLAYS
-            faces = ()
+        is_play, card, faces = _MOVES[action]
         core.rewards = _NO_REWARDS[hand.players]
         core.actions = None
         core.resampling = None
+        public = core.public
         # the engine's step, as its apply does after checking (the events are only needed for the 2-seat draws)
         if hand.deck:
             events: list[dict[str, Any]] = []
             hand.step(is_play, card, faces, events)
-            core.public.append((seat, action))
+            public.append((seat, action))
             for event in events:
                 if event["type"] == "drew":
-                    core.private[event["seat"]].append((len(core.public), f"drew:{','.join(event['cards'])}"))
+                    drawer = event["seat"]
+                    hand.hands[drawer].sort()  # hands are kept in ascending order (_legal_indices)
+                    core.private[drawer].append((len(public), f"drew:{','.join(event['cards'])}"))
         else:
             hand.step(is_play, card, faces, None)
-            core.public.append((seat, action))
+            public.append((seat, action))
         hand._last_ms = core.ms
         core.ms += 1000
         if hand.over:
             result = core.match.finish_hand()
-            core.rewards = tuple(float(points) for points in result.scores)
-            core.public.append(f"end:{','.join(str(p) for p in result.scores)}")
+            core.rewards = tuple([float(points) for points in result.scores])
+            public.append(f"end:{','.join([str(p) for p in result.scores])}")
             core.dealt = []
             core.leader = None
             self._update_player()
@@ -412,7 +425,8 @@ class EnemyAnemoneState(pyspiel.State):
             deal["deck"] = codes[players * size :]
         if self._needs_leader():
             deal["leader"] = core.leader
-        core.match.start_hand(deal)
+        for held in core.match.start_hand(deal).hands:
+            held.sort()  # kept in ascending order (_legal_indices)
         core.ms = 0
         core.public.append(f"hand:{core.match.round}")
         self._update_player()
@@ -470,7 +484,7 @@ class EnemyAnemoneState(pyspiel.State):
         for seat in range(len(hands)):
             if seat == player_id:
                 continue
-            hand.hands[seat] = hands[seat]
+            hand.hands[seat] = sorted(hands[seat])  # kept in ascending order (_legal_indices)
             held = sorted([CODE[c] for c in hands[seat] + known.played[seat]])
             other.private[seat] = [*known.kept[seat], (round_start, "held:" + ",".join(held))]
             other.info[seat] = None
@@ -658,7 +672,10 @@ def ismcts_bot(
 
     ``uct_c`` is in points, the scale of the game's returns. OpenSpiel's Python ISMCTS keeps no memory between
     moves but does not say so to ``evaluate_bots``; the bot returned here does (``restart_at`` and
-    ``inform_action`` do nothing).
+    ``inform_action`` do nothing). Its world samples draw from a generator seeded by ``seed`` (through the bot's
+    ``set_resampler`` hook, the same uniform resampling): left to itself the bot passes a fresh
+    ``pyspiel.UniformProbabilitySampler`` each time, seeded by the machine, so the same seed gave different
+    moves from run to run.
     """
     from open_spiel.python.algorithms import ismcts, mcts
 
@@ -671,4 +688,7 @@ def ismcts_bot(
 
     random_state = np.random.RandomState(seed)
     evaluator = mcts.RandomRolloutEvaluator(rollouts, random_state)
-    return _Bot(game, evaluator, uct_c, simulations, random_state=random_state)
+    bot = _Bot(game, evaluator, uct_c, simulations, random_state=random_state)
+    worlds = random.Random(seed)
+    bot.set_resampler(lambda state, player: state.resample_from_infostate(player, worlds.random))
+    return bot

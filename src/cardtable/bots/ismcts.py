@@ -26,7 +26,7 @@ import gc
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from cardtable.engine import Action, View
@@ -72,6 +72,12 @@ class Budget:
     ``own_vs_best`` measures its margin against the best other seat instead of the others' mean. The other
     seats keep the point margin (the same as their own points: the points dealt out are fixed), which models
     opponents that play for points.
+
+    ``prune_spends``: the tree offers each card with only the anemone spends that can change who wins the trick
+    (:func:`sensible_moves`). ``halving``: the root's simulations are shared out by sequential halving
+    (:class:`_Halving`) instead of UCB1, and the surviving move is played. ``smart``: the chance that a playout
+    turn follows a few rules instead (see :func:`playout`). ``max_depth``: the tree stops growing below that
+    depth (1: flat Monte Carlo over the root moves); 0 for no limit.
     """
 
     simulations: int
@@ -81,21 +87,27 @@ class Budget:
     win_weight: float = 0.0
     own_win: float = 0.0
     own_vs_best: bool = False
+    prune_spends: bool = False
+    smart: float = 0.0
+    halving: bool = False
+    max_depth: int = 0
 
 
 LEVELS: dict[str, Budget] = {
     "easy": Budget(150, 0.15),
     "medium": Budget(800, 0.5),
-    "hard": Budget(2500, 0.6, greedy=0.5, own_vs_best=True),
+    "hard": Budget(2500, 0.6, greedy=0.5, own_vs_best=True, prune_spends=True, halving=True),
 }
 """Budgets by level; ``hard`` stays under 1 second per move. ``hard`` also plays out half the following turns
-greedily and, in a hand that decides the match, measures its own margin against the best other seat: against
-OpenSpiel's ISMCTS, one of ours against three of theirs at 500 simulations, that took our win rate from 23.8% to
-36.2% over the same 40 deals and seats (``bench/anemone_vs_openspiel.py``)."""
+greedily, in a hand that decides the match measures its own margin against the best other seat, offers each card
+with only the anemone spends that can change who wins the trick, and shares the root's simulations out by
+sequential halving. Chosen against OpenSpiel's ISMCTS at 500 simulations over the bench's first 100 deals and
+seats (``docs/ai.md``, "How the search options were chosen"): one of ours against three of theirs, 26.0% won
+without the last two, 39.5% with them."""
 
 
 class _Node:
-    __slots__ = ("avail", "children", "move", "parent", "reward", "seat", "visits")
+    __slots__ = ("avail", "children", "depth", "move", "parent", "reward", "seat", "visits")
 
     def __init__(self, parent: _Node | None, move: Move | None, seat: int) -> None:
         self.parent = parent
@@ -105,6 +117,7 @@ class _Node:
         self.visits = 0
         self.avail = 0
         self.reward = 0.0
+        self.depth = 0
 
 
 def _void_suits(view: View) -> dict[int, set[int]]:
@@ -225,6 +238,7 @@ def playout(
     anemone_chance: float = 0.1,
     trace: list[Move] | None = None,
     greedy: float = 0.0,
+    smart: float = 0.0,
 ) -> None:
     """Play ``state`` (a determinization: mutated in place) to the hand's end at random, fast.
 
@@ -233,6 +247,13 @@ def playout(
     events or trick history: only ``hands``, ``anem``, ``supply``, ``points``, ``deck`` and ``over`` are
     brought up to date. The rules are the engine's ("A trick", "Taking an anemone", the 2-seat draws; a test
     replays ``trace``, the moves made, through :meth:`AnemoneState.apply`).
+
+    With probability ``greedy`` a turn following a lead plays the lowest card that takes the trick so far, else
+    the lowest playable card. With probability ``smart`` (tried first) a turn follows rules instead: a leader
+    plays a random card; a seat that must discard keeps the card worth most in its own pile (a 3, 5 or 8); a
+    follower plays its lowest card that takes the trick so far (a 3, 5 or 8 counting 2 lower), else dumps its
+    lowest card that is not a 3, 5 or 8, or, last to act, spends the fewest anemones that make its highest
+    card win.
     """
     if state.over:
         return
@@ -257,7 +278,33 @@ def playout(
     high = max((t[2] for t in trick), default=-1)
     while True:
         hand = hands[turn]
-        if k and greedy and rand() < greedy:
+        faces: tuple[int, ...] | None = None  # None: anemones at random
+        drop = -1  # a discard chosen by the smart policy
+        if smart and rand() < smart:
+            faces = ()
+            if not k:
+                # leading (every card playable): at random
+                card = hand[int(rand() * len(hand))]
+            elif not (playable := [c for c in hand if not mask & suit_bit[c]]):
+                drop = max(hand, key=_KEEP_KEY.__getitem__)
+                card = -1
+            else:
+                winners = [c for c in playable if rank_of[c] >= high]
+                if winners:
+                    card = min(winners, key=_WIN_KEY.__getitem__)
+                else:
+                    card = min(playable, key=_DUMP_KEY.__getitem__)
+                    held = anem[turn]
+                    if held and k == n_turns - 1:
+                        top = max(playable, key=rank_of.__getitem__)
+                        short = high - rank_of[top]
+                        if short <= sum(held):
+                            ones = held.count(1)
+                            spend = _totals(ones, len(held) - ones)[short]
+                            if spend is not None:
+                                card = top
+                                faces = spend
+        elif k and greedy and rand() < greedy:
             # following a lead: the lowest playable card that takes the trick so far, else the lowest playable
             best = worst = -1
             for c in hand:
@@ -281,7 +328,14 @@ def playout(
             hand.remove(card)
             value = rank_of[card]
             held = anem[turn]
-            if held and rand() < anemone_chance:
+            if faces is not None:
+                for face in faces:
+                    held.remove(face)
+                    value += face
+                supply += len(faces)
+                if trace is not None:
+                    trace.append((True, card, faces))
+            elif held and rand() < anemone_chance:
                 # a uniformly random sub-multiset of the faces held: how many +1s, how many +2s
                 ones = held.count(1)
                 twos = len(held) - ones
@@ -301,7 +355,7 @@ def playout(
             if value > high:
                 high = value
         else:
-            card = hand[int(rand() * len(hand))]
+            card = drop if drop >= 0 else hand[int(rand() * len(hand))]
             hand.remove(card)
             points[turn] += points_of[card]
             if trace is not None:
@@ -349,6 +403,13 @@ def playout(
     state.over = True
 
 
+_KEEP_KEY: tuple[int, ...] = tuple(16 * POINTS_OF[card] - RANK_OF[card] for card in range(60))
+"""The smart playout's discard: the card worth most to the seat's own pile (a 3, 5 or 8), the lowest such."""
+_WIN_KEY: tuple[int, ...] = tuple(RANK_OF[card] - 2 * POINTS_OF[card] for card in range(60))
+"""The smart playout's winning card: the lowest, a 3, 5 or 8 counting 2 ranks lower (its points come along)."""
+_DUMP_KEY: tuple[int, ...] = tuple(16 * POINTS_OF[card] + RANK_OF[card] for card in range(60))
+"""The smart playout's card that cannot win: the lowest that is not a 3, 5 or 8 (the winner takes it)."""
+
 _LOG: list[float] = [0.0]
 """``_LOG[n]`` is ``math.log(n)`` (grown as searches need it)."""
 
@@ -379,6 +440,66 @@ def fast_moves(state: AnemoneState) -> list[Move]:
     ones = held.count(1)
     subs = _spends(ones, len(held) - ones)
     return [(True, card, sub) for card in playable for sub in subs]
+
+
+_TOTALS: dict[tuple[int, int], list[tuple[int, ...] | None]] = {}
+"""For (+1s, +2s) held: the faces to spend for each total 0, 1, ... (as many +2s as the total allows, keeping
++1s, which a seat taking an anemone flips), or ``None`` for a total no sub-multiset makes."""
+
+
+def _totals(ones: int, twos: int) -> list[tuple[int, ...] | None]:
+    faces = _TOTALS.get((ones, twos))
+    if faces is None:
+        faces = []
+        for total in range(ones + 2 * twos + 1):
+            spend = None
+            for j in range(min(twos, total // 2), -1, -1):
+                if total - 2 * j <= ones:
+                    spend = (1,) * (total - 2 * j) + (2,) * j
+                    break
+            faces.append(spend)
+        _TOTALS[ones, twos] = faces
+    return faces
+
+
+def sensible_moves(state: AnemoneState) -> list[Move]:
+    """:func:`fast_moves` without the anemone spends that cannot matter, for a hand not over.
+
+    Anemones only change which card wins the trick (a card that does not win is better off low: the lowest takes
+    an anemone), so a card is played with no anemones, and with one spend per total value (as many +2s as it
+    allows) from the least that makes it win so far (the highest value in the trick; a tie goes to the later
+    card) to the least that beats the most any seat still to act could reach (10 plus its anemones), if the
+    seat holds that many. Every move returned is legal (one of :func:`fast_moves`).
+    """
+    turn = state.turn
+    mask = state.mask
+    hand = state.hands[turn]
+    suit_bit = _SUIT_BIT
+    playable = [card for card in hand if not mask & suit_bit[card]]
+    if not playable:
+        return [(False, card, ()) for card in hand]
+    anem = state.anem
+    held = anem[turn]
+    if not held:
+        return [(True, card, ()) for card in playable]
+    ones = held.count(1)
+    totals = _totals(ones, len(held) - ones)
+    most = len(totals) - 1
+    high = max((play[3] for play in state.trick), default=-1)
+    players = state.players
+    leader = state.leader
+    later = [sum(anem[(leader + j) % players]) for j in range(state.k + 1, state.n_turns)]
+    need = max(high, 11 + max(later)) if later else high
+    moves: list[Move] = []
+    rank_of = RANK_OF
+    for card in playable:
+        rank = rank_of[card]
+        moves.append((True, card, ()))
+        for total in range(max(1, high - rank), min(most, need - rank) + 1):
+            spend = totals[total]
+            if spend is not None:
+                moves.append((True, card, spend))
+    return moves
 
 
 def playout_rewards(
@@ -429,6 +550,40 @@ def playout_rewards(
     return rewards
 
 
+class _Halving:
+    """Sequential halving over the root moves (Karnin, Koren and Somekh 2013, as hybrid MCTS uses it at the
+    root): the budget split evenly over ceil(log2(moves)) rounds; in each round every surviving move gets the
+    same number of simulations, then the better half by mean reward survives. The moves below the root are
+    chosen by the tree as usual."""
+
+    def __init__(self, root: _Node, moves: list[Move], simulations: int) -> None:
+        self.root = root
+        self.survivors = list(moves)
+        self.simulations = simulations
+
+    def plan(self) -> Iterator[Move]:
+        """The root move of each simulation, in order (round robin within a round)."""
+        rounds = max(1, math.ceil(math.log2(len(self.survivors))))
+        used = 0
+        for done in range(rounds):
+            survivors = self.survivors
+            per = max(1, (self.simulations - used) // (len(survivors) * (rounds - done)))
+            for _ in range(per):
+                yield from survivors
+            used += per * len(survivors)
+            self.survivors = sorted(survivors, key=self._mean, reverse=True)[: (len(survivors) + 1) // 2]
+        while True:
+            yield from self.survivors
+
+    def _mean(self, move: Move) -> float:
+        child = self.root.children.get(move)
+        return child.reward / child.visits if child is not None and child.visits else -1e18
+
+    def best(self) -> Move:
+        """The surviving move with the best mean reward."""
+        return max(self.survivors, key=self._mean)
+
+
 def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[Move, int]]:
     """Run SO-ISMCTS from ``view`` (the seat to act's own view) within ``budget``.
 
@@ -440,7 +595,8 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
     det = Determinizer(view)
     hands, deck = det.sample(rng)
     base = AnemoneState.from_view(view, [[CODE[c] for c in h] for h in hands], [CODE[c] for c in deck])
-    root_moves = base.moves()
+    moves_of = sensible_moves if budget.prune_spends else fast_moves
+    root_moves = moves_of(base)
     last_hand = view.get("round") is not None and view.get("round") == view.get("rounds")
     anemone_weight = 0.1 if last_hand else 0.5
     deciding = view.get("rounds") in (None, 1)
@@ -449,6 +605,8 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
     root = _Node(None, None, seat)
     c = budget.exploration
     greedy = budget.greedy
+    smart = budget.smart
+    max_depth = budget.max_depth or -1
     win_weight = budget.win_weight
     deadline = started + budget.seconds
     simulations = budget.simulations
@@ -457,6 +615,8 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
     sqrt = math.sqrt
     rand = rng.random
     sample = det.sample
+    halving = _Halving(root, root_moves, simulations) if budget.halving and len(root_moves) > 1 else None
+    plan = halving.plan() if halving is not None else None
     while sims < simulations:
         if sims and sims % 8 == 0 and time.perf_counter() > deadline:
             break
@@ -468,37 +628,54 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
         state = base.with_hidden(hands, deck)
         node = root
         moves = root_moves
+        if plan is not None:
+            # the root move is the halving plan's; then the tree as usual
+            move = next(plan)
+            child = root.children.get(move)
+            if child is None:
+                child = root.children[move] = _Node(root, move, seat)
+                child.depth = 1
+            state.step(*move)
+            node = child
+            moves = moves_of(state) if not state.over and max_depth != 1 else []
         # selection and expansion
-        while True:
+        while moves:
+            # one pass: every child legal here gains an availability; UCB1 among them unless some move is untried
             children = node.children
-            untried = [m for m in moves if m not in children]
-            if untried:
-                move = untried[int(rand() * len(untried))]
-                child = _Node(node, move, state.turn)
-                children[move] = child
-                for m in moves:
-                    if m in children:
-                        children[m].avail += 1
-                state.step(*move)
-                node = child
-                break
+            untried: list[Move] | None = None
             best = node
             best_score = -1e18
             for m in moves:
-                ch = children[m]
+                ch = children.get(m)
+                if ch is None:
+                    if untried is None:
+                        untried = [m]
+                    else:
+                        untried.append(m)
+                    continue
                 avail = ch.avail + 1
                 ch.avail = avail
-                visits = ch.visits
-                score = ch.reward / visits + c * sqrt(logs[avail] / visits)
-                if score > best_score:
-                    best_score = score
-                    best = ch
+                if untried is None:
+                    visits = ch.visits
+                    score = ch.reward / visits + c * sqrt(logs[avail] / visits)
+                    if score > best_score:
+                        best_score = score
+                        best = ch
+            if untried is not None:
+                move = untried[int(rand() * len(untried))]
+                child = _Node(node, move, state.turn)
+                child.avail = 1
+                child.depth = node.depth + 1
+                children[move] = child
+                state.step(*move)
+                node = child
+                break
             state.step(*best.move)  # type: ignore[misc]
             node = best
-            if state.over:
+            if state.over or node.depth == max_depth:
                 break
-            moves = fast_moves(state)
-        playout(state, rng, greedy=greedy)
+            moves = moves_of(state)
+        playout(state, rng, greedy=greedy, smart=smart)
         rewards = playout_rewards(state.points, state.anem, seat, anemone_weight, win_weight, own_win, own_vs_best)
         walk: _Node | None = node
         while walk is not None:
@@ -506,6 +683,8 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
             walk.reward += rewards[walk.seat]
             walk = walk.parent
     root_visits = {m: ch.visits for m, ch in root.children.items()}
+    if halving is not None:
+        return halving.best(), root_visits
     best_move = max(root.children.values(), key=lambda ch: (ch.visits, ch.reward)).move
     assert best_move is not None
     return best_move, root_visits
