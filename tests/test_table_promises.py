@@ -1365,6 +1365,25 @@ async def test_actions_keep_their_owners_epoch_on_every_write_path(url: str, pat
         await new.close()
 
 
+async def test_commits_add_nothing_the_store_keeps(url: str) -> None:
+    """Each statement of the write path is compiled once per store and kept: a thousand commits keep no more than
+    the first did (a statement built anew for each commit was kept once per commit, and the server's memory grew
+    by about 0.24 MB a second in the soak)."""
+    store = await Store.open(url)
+    try:
+        await store.insert_table(table_row("t1", status="playing"))
+        await store.insert_hand("t1", 0, {"packs": []})
+        await store.insert_actions("t1", 0, [(0, 0, 5, {"type": "flip"})])
+        kept = len(store._compiled)
+        for idx in range(1, 1000, 2):
+            await asyncio.gather(store.insert_actions("t1", 0, [(idx, 0, 10 + idx, {"type": "flip"})]),
+                                 store.insert_actions("t1", 0, [(idx + 1, 1, 11 + idx, {"type": "flip"})]))
+        assert len(store._compiled) == kept
+        assert len((await store.load_tables(table_id="t1", with_hands=True))[0].hands[0].actions) == 1001
+    finally:
+        await store.close()
+
+
 async def test_a_new_table_races_nerts_plays_by_send_time_only_in_nerts(store: Store) -> None:
     from cardtable.server.fairness import FairGate
 

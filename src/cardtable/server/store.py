@@ -175,6 +175,12 @@ trip): :data:`PG_FENCE` and :data:`PG_INSERT_ACTIONS` together, the rows of a ta
 theirs left out; returns the stored epochs as :data:`PG_FENCE` does."""
 
 
+ACTIONS_INSERT = schema.actions.insert()
+"""Every database but PostgreSQL: the insert of action rows. One statement object for the process: the store
+compiles each statement once and keeps it by the object (a new ``insert()`` per commit would add one for every
+commit, for ever)."""
+
+
 @dataclass(slots=True, eq=False)
 class _Write:
     """One queued write: either ``fn`` or the action rows ``actions``; ``epoch`` is the owner epoch of
@@ -434,11 +440,11 @@ class Store:
         if self._postgresql:
             self._run(conn, PG_INSERT_ACTIONS, _columns(rows))
             return
-        compiled = self._driver_sql(schema.actions.insert())
+        compiled = self._driver_sql(ACTIONS_INSERT)
         if compiled is not None and compiled[1] == _ACTION_COLUMNS:  # parameters in column order, as the rows
             conn.exec_driver_sql(compiled[0], rows if len(rows) > 1 else rows[0])
         else:
-            conn.execute(schema.actions.insert(), [
+            conn.execute(ACTIONS_INSERT, [
                 {**dict(zip(_ACTION_COLUMNS, row, strict=True)), "action": msgspec.json.decode(row[5])}
                 for row in rows])
 
