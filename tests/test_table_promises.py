@@ -1384,6 +1384,17 @@ async def test_commits_add_nothing_the_store_keeps(url: str) -> None:
         await store.close()
 
 
+async def test_a_write_given_up_on_does_not_hold_up_the_rest_of_its_commit(store: Store) -> None:
+    """A write whose caller stopped waiting (its future cancelled) is stored with its group commit all the same,
+    and every later write of that commit is still answered."""
+    await store.insert_table(table_row("t1", status="playing"))
+    await store.insert_hand("t1", 0, {"packs": []})
+    writes = [store.insert_actions("t1", 0, [(i, 0, 10 + i, {"type": "flip"})]) for i in range(3)]
+    writes[0].cancel()  # queued together: one commit
+    await asyncio.wait_for(asyncio.gather(*writes[1:]), 10)
+    assert len((await store.load_tables(table_id="t1", with_hands=True))[0].hands[0].actions) == 3
+
+
 async def test_a_new_table_races_nerts_plays_by_send_time_only_in_nerts(store: Store) -> None:
     from cardtable.server.fairness import FairGate
 
