@@ -1395,6 +1395,30 @@ async def test_a_write_given_up_on_does_not_hold_up_the_rest_of_its_commit(store
     assert len((await store.load_tables(table_id="t1", with_hands=True))[0].hands[0].actions) == 3
 
 
+async def test_a_failed_commit_gives_its_database_connection_back(url: str) -> None:
+    """A group commit the database refuses fails its writes, and the store closes the connection it failed on
+    (it may be broken: the database restarted) and opens a new one for the next commit, so none is held for ever.
+    SQLite commits on one connection of its own for the store's life."""
+    if url.startswith("sqlite"):
+        pytest.skip("SQLite commits on the store's own connection")
+
+    def refused(conn: Any) -> None:
+        raise RuntimeError("refused by the database")
+
+    store = await Store.open(url)
+    try:
+        await store.insert_table(table_row("t1"))
+        held = store.engine.pool.checkedout()  # type: ignore[attr-defined]
+        for _ in range(3):
+            with pytest.raises(RuntimeError, match="refused"):
+                await store.write(refused)
+        await store.insert_table(table_row("t2"))
+        assert store.engine.pool.checkedout() == held  # type: ignore[attr-defined]
+        assert {row.id for row in await store.load_tables()} == {"t1", "t2"}
+    finally:
+        await store.close()
+
+
 async def test_a_new_table_races_nerts_plays_by_send_time_only_in_nerts(store: Store) -> None:
     from cardtable.server.fairness import FairGate
 
