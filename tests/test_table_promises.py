@@ -1414,9 +1414,33 @@ async def test_a_failed_commit_gives_its_database_connection_back(url: str) -> N
                 await store.write(refused)
         await store.insert_table(table_row("t2"))
         assert store.engine.pool.checkedout() == held  # type: ignore[attr-defined]
+        await store.insert_hand("t1", 0, {"packs": []})
+        await store.insert_actions("t1", 0, [(0, 0, 5, {"type": "flip"})])  # actions alone: their own connection
+        held = store.engine.pool.checkedout()  # type: ignore[attr-defined]
+        for _ in range(3):
+            with pytest.raises(Exception, match="duplicate key"):  # the same (table, hand, index) again
+                await store.insert_actions("t1", 0, [(0, 1, 6, {"type": "flip"})])
+        await store.insert_actions("t1", 0, [(1, 1, 7, {"type": "flip"})])
+        assert store.engine.pool.checkedout() == held  # type: ignore[attr-defined]
         assert {row.id for row in await store.load_tables()} == {"t1", "t2"}
+        hands = (await store.load_tables(table_id="t1", with_hands=True))[0].hands
+        assert hands[0].actions == [(0, 5, {"type": "flip"}), (1, 7, {"type": "flip"})]
     finally:
         await store.close()
+
+
+async def test_tables_loaded_by_ids_are_those_tables_only(store: Store) -> None:
+    """``load_tables(table_ids=...)`` (a process taking over several tables at once) reads exactly those tables,
+    with their hands and actions, and nothing for an id it does not know."""
+    for tid in ("a", "b", "c"):
+        await store.insert_table(table_row(tid, status="playing"))
+        await store.insert_hand(tid, 0, {"packs": []})
+        await store.insert_actions(tid, 0, [(0, 0, 5, {"type": "flip", "table": tid})])
+    rows = await store.load_tables(table_ids=["c", "a", "zz"], with_hands=True)
+    assert sorted(row.id for row in rows) == ["a", "c"]
+    assert {row.id: row.hands[0].actions for row in rows} == {
+        "a": [(0, 5, {"type": "flip", "table": "a"})], "c": [(0, 5, {"type": "flip", "table": "c"})]}
+    assert await store.load_tables(table_ids=[]) == []
 
 
 async def test_a_new_table_races_nerts_plays_by_send_time_only_in_nerts(store: Store) -> None:
