@@ -1135,6 +1135,25 @@ async def test_the_clock_acts_when_due_stamps_then_and_never_holds_up_other_play
         await table.stop()
 
 
+async def test_a_clock_play_when_the_hand_has_no_clock_is_dropped(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A clock play that reaches the table when its hand no longer has a clock (its timer fired as the hand
+    ended) is dropped, and the plays queued with it are answered: the table plays on."""
+    table, _ = await started_nerts(store, "t1")
+    try:
+        assert table.state is not None
+        due, rotate = table.state.clock_action()
+        monkeypatch.setattr(table.state, "clock_action", lambda: None)
+        table.queue.put_nowait(Play(None, rotate, due=due))
+        assert (await asyncio.wait_for(play(table, 0, {"type": "flip"}), 10))[0]
+        assert (await asyncio.wait_for(play(table, 0, {"type": "flip"}), 10))[0]
+        hands = (await store.load_tables(table_id="t1", with_hands=True))[0].hands
+        assert [action["type"] for _, _, action in hands[0].actions] == ["flip", "flip"]
+        assert table.task is not None and not table.task.done()
+    finally:
+        await table.stop()
+
+
 async def test_a_refused_action_gets_the_engines_code_and_params_and_the_batch_goes_on(
         store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """An engine's refusal (``IllegalAction``) reaches the seat with its code and params; a plain ``ValueError`` (no
