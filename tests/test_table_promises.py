@@ -1462,6 +1462,42 @@ async def test_tables_loaded_by_ids_are_those_tables_only(store: Store) -> None:
     assert await store.load_tables(table_ids=[]) == []
 
 
+async def test_a_refused_write_leaves_the_rest_of_its_commit_stored(url: str) -> None:
+    """A group commit that holds a write refused by the fence (another process took its table) stores every other
+    write of the commit, the ones queued after the refused one too: each is answered done only once stored."""
+    store, new = await Store.open(url), await Store.open(url)
+    try:
+        store.fences["t1"] = 3
+        await store.insert_table(table_row("t1", status="playing"))
+        await store.insert_hand("t1", 0, {"packs": []})
+        assert await new.take("t1", 4) == 4
+        refused = store.insert_actions("t1", 0, [(0, 0, 5, {"type": "flip"})])
+        after = [store.insert_table(table_row("t2")), store.insert_table(table_row("t3"))]  # the same commit
+        with pytest.raises(Fenced):
+            await refused
+        await asyncio.gather(*after)
+        assert sorted(row.id for row in await new.load_tables()) == ["t1", "t2", "t3"]
+        assert (await new.load_tables(table_id="t1", with_hands=True))[0].hands[0].actions == []
+    finally:
+        await store.close()
+        await new.close()
+
+
+async def test_stores_opened_at_once_on_a_new_database_migrate_one_at_a_time(url: str) -> None:
+    """Several processes starting at once on a new database (a rolling deploy, a fresh service): each store
+    opens, the schema is created once, and all of them work on it."""
+    if url.startswith("sqlite"):
+        pytest.skip("one process per SQLite file")
+    stores = await asyncio.gather(*(Store.open(url) for _ in range(4)))
+    try:
+        for i, opened in enumerate(stores):
+            await opened.insert_table(table_row(f"t{i}"))
+        assert sorted(row.id for row in await stores[0].load_tables()) == ["t0", "t1", "t2", "t3"]
+    finally:
+        for opened in stores:
+            await opened.close()
+
+
 async def test_a_new_table_races_nerts_plays_by_send_time_only_in_nerts(store: Store) -> None:
     from cardtable.server.fairness import FairGate
 
