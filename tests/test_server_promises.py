@@ -5,7 +5,7 @@ finished lists are newest first, and closing the store keeps queued writes. Each
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from cardtable.server.manager import Manager, record_of
 from cardtable.server.play import Peer, Play
 from cardtable.server.store import SeatRow, Store, TableRow
 from cardtable.server.table import Settings, Table
+from polling import until
 
 SETTINGS = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)
 
@@ -30,14 +31,6 @@ async def store(url: str) -> AsyncIterator[Store]:
     opened = await Store.open(url)
     yield opened
     await opened.close()
-
-
-async def until(check: Callable[[], bool], timeout: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():
-        assert loop.time() < deadline, "timed out"
-        await asyncio.sleep(0.02)
 
 
 async def two_person_nerts(manager: Manager) -> tuple[Table, list[str]]:

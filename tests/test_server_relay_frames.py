@@ -17,6 +17,7 @@ from redis.asyncio import Redis
 from cardtable.server import relay as relay_module
 from cardtable.server.play import Peer
 from cardtable.server.relay import MAX_FRAMES, RECONNECT_CODE, Mailbox, Relayed, Relays, RemoteSocket
+from polling import until
 from services import free_port
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -58,14 +59,6 @@ async def mailboxes(url: str, *names: str) -> AsyncIterator[dict[str, tuple[Mail
         await asyncio.gather(*tasks, return_exceptions=True)
         for client in clients:
             await client.aclose()
-
-
-async def until(check: Any, seconds: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    while not check():
-        assert loop.time() < deadline, "timed out"
-        await asyncio.sleep(0.01)
 
 
 async def test_messages_for_one_process_travel_together_in_order_and_unchanged(redis_url: str) -> None:

@@ -30,6 +30,7 @@ from cardtable.server.play import Peer, Play
 from cardtable.server.players_schema import match_seats
 from cardtable.server.store import Fenced, SeatRow, Store, TableRow
 from cardtable.server.table import Settings, Table, TableError, hand_seed, now_iso, refusal_message
+from polling import until
 
 RECORDS = Path(__file__).parent / "records"
 
@@ -464,14 +465,6 @@ def test_replay_summaries_and_errors() -> None:
 
 
 # -- what connections see ------------------------------------------------------------------------------------
-
-
-async def until(check: Any, timeout: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():
-        assert loop.time() < deadline, "timed out"
-        await asyncio.sleep(0.01)
 
 
 async def test_a_match_as_a_seat_and_a_spectator_see_it(store: Store) -> None:
