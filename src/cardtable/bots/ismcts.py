@@ -425,18 +425,27 @@ def _spends(ones: int, twos: int) -> list[tuple[int, ...]]:
     return subs
 
 
-def fast_moves(state: AnemoneState) -> list[Move]:
-    """:meth:`AnemoneState.moves` (the same moves in the same order) for a hand not over, faster."""
+def _moves_without_spends(state: AnemoneState) -> tuple[list[Move] | None, list[int], list[int]]:
+    """The seat to act's moves when it can spend no anemone (it must discard: every card of its hand; it holds
+    none: every playable card), else ``None``; with its playable cards and the anemone faces it holds."""
     turn = state.turn
     mask = state.mask
     hand = state.hands[turn]
     suit_bit = _SUIT_BIT
     playable = [card for card in hand if not mask & suit_bit[card]]
-    if not playable:
-        return [(False, card, ()) for card in hand]
     held = state.anem[turn]
+    if not playable:
+        return [(False, card, ()) for card in hand], playable, held
     if not held:
-        return [(True, card, ()) for card in playable]
+        return [(True, card, ()) for card in playable], playable, held
+    return None, playable, held
+
+
+def fast_moves(state: AnemoneState) -> list[Move]:
+    """:meth:`AnemoneState.moves` (the same moves in the same order) for a hand not over, faster."""
+    plain, playable, held = _moves_without_spends(state)
+    if plain is not None:
+        return plain
     ones = held.count(1)
     subs = _spends(ones, len(held) - ones)
     return [(True, card, sub) for card in playable for sub in subs]
@@ -471,17 +480,10 @@ def sensible_moves(state: AnemoneState) -> list[Move]:
     card) to the least that beats the most any seat still to act could reach (10 plus its anemones), if the
     seat holds that many. Every move returned is legal (one of :func:`fast_moves`).
     """
-    turn = state.turn
-    mask = state.mask
-    hand = state.hands[turn]
-    suit_bit = _SUIT_BIT
-    playable = [card for card in hand if not mask & suit_bit[card]]
-    if not playable:
-        return [(False, card, ()) for card in hand]
+    plain, playable, held = _moves_without_spends(state)
+    if plain is not None:
+        return plain
     anem = state.anem
-    held = anem[turn]
-    if not held:
-        return [(True, card, ()) for card in playable]
     ones = held.count(1)
     totals = _totals(ones, len(held) - ones)
     most = len(totals) - 1
