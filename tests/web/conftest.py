@@ -66,6 +66,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "CARDTABLE_GRACE_SECONDS": "60",
         "CARDTABLE_CREATES_PER_MINUTE": "100000",  # one address opens every test's tables
         "CARDTABLE_CREATE_BURST": "100000",
+        "CARDTABLE_LOBBY_READS_PER_SECOND": "100000",  # and reads every test's lobby lists
+        "CARDTABLE_LOBBY_READ_BURST": "100000",
         "CARDTABLE_PLAY_NOW_START": "3",
     })
     with open(log, "w") as out:
