@@ -353,6 +353,7 @@ async def run(args: argparse.Namespace) -> None:
     finally:
         for proc in (server, echo):
             stop(proc, 10)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 BENCH_ENV = {
@@ -652,29 +653,32 @@ async def run_processes(args: argparse.Namespace, db: str, redis: str) -> None:
     """The three configurations (and the failover run) on PostgreSQL ``db`` and Redis ``redis``; with ``--only``,
     just that one."""
     tmp = tempfile.mkdtemp(prefix="cardtable-bench-")
-    print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; PostgreSQL at {db}, Redis at {redis}")
-    results: dict[str, dict[str, float]] = {}
-    if args.only in (None, "sqlite"):
-        results["sqlite"] = await run_config("1 process, SQLite", args, f"sqlite+aiosqlite:///{tmp}/bench.db",
-                                             None, 1)
-    if args.only in (None, "pg"):
-        await empty_postgres(db)
-        results["pg"] = await run_config("1 process, PostgreSQL", args, db, None, 1)
-    if args.only in (None, "cluster"):
-        await empty_postgres(db)
-        await flush_redis(redis)
-        results["cluster"] = await run_config(f"{args.processes} processes, PostgreSQL + Redis", args, db, redis,
-                                              args.processes)
-    if len(results) == 3:
-        print(f"\np99: SQLite {results['sqlite']['p99']:.1f} ms, PostgreSQL {results['pg']['p99']:.1f} ms, "
-              f"{args.processes} processes {results['cluster']['p99']:.1f} ms (ratio to one SQLite process "
-              f"{results['cluster']['p99'] / results['sqlite']['p99']:.2f}); target p99 < 40 ms: "
-              f"{'met' if results['cluster']['p99'] < 40 else 'NOT met'}")
-    if args.failover:
-        await empty_postgres(db)
-        await flush_redis(redis)
-        await run_config(f"{args.processes} processes, failover", args, db, redis, args.processes,
-                         failover=True)
+    try:
+        print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; PostgreSQL at {db}, Redis at {redis}")
+        results: dict[str, dict[str, float]] = {}
+        if args.only in (None, "sqlite"):
+            results["sqlite"] = await run_config("1 process, SQLite", args, f"sqlite+aiosqlite:///{tmp}/bench.db",
+                                                 None, 1)
+        if args.only in (None, "pg"):
+            await empty_postgres(db)
+            results["pg"] = await run_config("1 process, PostgreSQL", args, db, None, 1)
+        if args.only in (None, "cluster"):
+            await empty_postgres(db)
+            await flush_redis(redis)
+            results["cluster"] = await run_config(f"{args.processes} processes, PostgreSQL + Redis", args, db, redis,
+                                                  args.processes)
+        if len(results) == 3:
+            print(f"\np99: SQLite {results['sqlite']['p99']:.1f} ms, PostgreSQL {results['pg']['p99']:.1f} ms, "
+                  f"{args.processes} processes {results['cluster']['p99']:.1f} ms (ratio to one SQLite process "
+                  f"{results['cluster']['p99'] / results['sqlite']['p99']:.2f}); target p99 < 40 ms: "
+                  f"{'met' if results['cluster']['p99'] < 40 else 'NOT met'}")
+        if args.failover:
+            await empty_postgres(db)
+            await flush_redis(redis)
+            await run_config(f"{args.processes} processes, failover", args, db, redis, args.processes,
+                             failover=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main() -> None:
