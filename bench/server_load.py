@@ -7,6 +7,12 @@ phase), an action picked at random from the ``legal`` of its latest update, and 
 another process, same rate and message size) as the baseline. Prints actions/s, ack latency p50/p99 and the ratio
 of the server's p99 to the echo's p99.
 
+The clients run in this one process on picows (a WebSocket library in Cython), each a listener with a timer rather
+than a task, with the garbage collector set as the server sets it: the load generator shares the machine with what
+it measures, so it takes as little of it as it can (about 0.2 cores for 1,600 clients, against 0.4 with the
+``websockets`` library's asyncio client), and its own event-loop lag is printed beside the figures (a latency
+includes it).
+
     .venv/bin/python bench/server_load.py --tables 200 --rate 1 --duration 20
 
 Bounded: at most 500 tables and 120 s of measuring; loopback only. Target: 200 tables x 4 seats at 1 action/s/seat,
@@ -38,7 +44,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
+import gc
 import os
 import random
 import shutil
@@ -56,8 +62,9 @@ from urllib.parse import urlsplit
 
 import httpx
 import msgspec
-import websockets
+from picows import WSCloseCode, WSError, WSFrame, WSListener, WSMsgType, WSTransport, ws_connect
 
+from cardtable.server.app import GC_THRESHOLDS
 from machine import cpu_seconds, free_port, parent_pid, stop
 
 ECHO_SERVER = """
@@ -120,6 +127,22 @@ def sample_stacks(pid: int, out: str, seconds: float) -> subprocess.Popen[bytes]
 
 
 
+async def loop_lag(clock: Clock, out: list[float], every: float = 0.005) -> None:
+    """The load generator's own event-loop lag over the measuring window: how late (ms) a timer of ``every``
+    seconds fires, appended to ``out``. Latencies measured while the clients' loop lags include its lag."""
+    while time.monotonic() < clock.end:
+        t = time.monotonic()
+        await asyncio.sleep(every)
+        if clock.measuring(t):
+            out.append((time.monotonic() - t - every) * 1000.0)
+
+
+def lag_line(lags: list[float]) -> str:
+    lags = sorted(lags) or [float("nan")]
+    return (f"load generator's own loop lag: p50 {lags[len(lags) // 2]:.1f} ms, "
+            f"p99 {lags[min(len(lags) - 1, int(len(lags) * 0.99))]:.1f} ms, max {lags[-1]:.1f} ms")
+
+
 async def wait_http(url: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     async with httpx.AsyncClient() as http:
@@ -156,6 +179,7 @@ class Incoming(msgspec.Struct):
 
 
 _decode = msgspec.json.Decoder(Incoming).decode
+_encode = msgspec.json.Encoder().encode
 
 
 @dataclass
@@ -199,93 +223,170 @@ class Clock:
         return self.start <= t < self.end
 
 
-async def drive_seat(ws: Any, token: str, rate: float, clock: Clock, stats: Stats, rng: random.Random,
-                     seq: int = 0, on_ack: Callable[[Incoming, float], None] | None = None) -> int:
-    """One scripted seat on the open WebSocket ``ws``: says hello with ``token``, then sends, ``rate`` times a
-    second (random phase), an action picked from the ``legal`` of its latest update, and times each until its
-    ``ack`` or ``reject`` into ``stats`` (those sent in the measuring window). ``on_ack(message, now)`` sees every
-    ack. Stops at the clock's end or when the connection ends (a closed connection is not an error here); returns
-    the last ``seq`` used, so that a reconnecting client goes on from it."""
-    await ws.send(json.dumps({"type": "hello", "token": token}))
-    legal: list[dict[str, Any]] = []
-    sent: dict[int, float] = {}
+class SeatListener(WSListener):
+    """One scripted seat on a picows connection: says hello with ``token`` once connected, then sends, ``rate`` times a
+    second (random phase, a timer on the loop: no task per seat), an action picked from the ``legal`` of its latest
+    update, and times each until its ``ack`` or ``reject`` into ``stats`` (those sent in the measuring window).
+    ``on_ack(message, now, opened)`` sees every ack (``opened``: when this connection opened). ``seq`` goes on from the value given (a reconnecting client).
 
-    async def read() -> None:
-        nonlocal legal
-        async for raw in ws:
-            message = _decode(raw)
-            kind = message.type
-            now = time.monotonic()
-            if kind in ("update", "snapshot"):
-                legal = message.legal or []
-                if clock.measuring(now):
-                    stats.updates += 1
-            elif kind in ("ack", "reject") and message.seq is not None:
-                t0 = sent.pop(message.seq, None)
-                if kind == "ack" and on_ack is not None:
-                    on_ack(message, now)
-                if t0 is not None and clock.measuring(t0):
-                    (stats.acks if kind == "ack" else stats.rejects).append((now - t0) * 1000.0)
-            elif kind == "error" and clock.measuring(now):
-                stats.errors += 1
-                stats.error_codes[message.code or "?"] += 1
+    The load generator shares the machine with the servers, so it is kept lean: picows (Cython) parses the frames,
+    msgspec reads only the fields a client uses (:class:`Incoming`), and no task waits on each connection."""
 
-    async def reader() -> None:
-        with contextlib.suppress(websockets.exceptions.WebSocketException):
-            await read()
+    def __init__(self, token: str, rate: float, clock: Clock, stats: Stats, rng: random.Random, seq: int = 0,
+                 on_ack: Callable[[Incoming, float, float], None] | None = None) -> None:
+        self.token = token
+        self.period = 1.0 / rate
+        self.clock = clock
+        self.stats = stats
+        self.rng = rng
+        self.seq = seq
+        self.on_ack = on_ack
+        self.legal: list[dict[str, Any]] = []
+        self.sent: dict[int, float] = {}
+        self.transport: WSTransport | None = None
+        self.timer: asyncio.TimerHandle | None = None
+        self.next_at = 0.0
+        self.parts: list[bytes] = []
+        self.opened = 0.0
 
-    task = asyncio.create_task(reader())
-    await asyncio.sleep(rng.uniform(0, 1.0 / rate))
-    next_at = time.monotonic()
-    while time.monotonic() < clock.end and not task.done():
-        next_at += 1.0 / rate
-        if legal:
-            seq += 1
-            sent[seq] = time.monotonic()
-            await ws.send(json.dumps({"type": "action", "seq": seq, "action": rng.choice(legal)}))
-        await asyncio.sleep(max(0.0, next_at - time.monotonic()))
-    await asyncio.sleep(0.5)
-    task.cancel()
-    return seq
+    def on_ws_connected(self, transport: WSTransport) -> None:
+        self.transport = transport
+        self.opened = time.monotonic()
+        transport.send(WSMsgType.TEXT, _encode({"type": "hello", "token": self.token}))
+        loop = asyncio.get_running_loop()
+        self.next_at = loop.time() + self.rng.uniform(0, self.period)
+        self.timer = loop.call_at(self.next_at, self.tick)
+
+    def on_ws_disconnected(self, transport: WSTransport) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def on_ws_frame(self, transport: WSTransport, frame: WSFrame) -> None:
+        kind = frame.msg_type
+        if kind == WSMsgType.CLOSE:
+            transport.send_close(frame.get_close_code())
+            transport.disconnect()
+            return
+        if kind not in (WSMsgType.TEXT, WSMsgType.CONTINUATION):
+            return
+        if not frame.fin:
+            self.parts.append(frame.get_payload_as_bytes())
+            return
+        raw = frame.get_payload_as_bytes()
+        if self.parts:
+            raw, self.parts = b"".join([*self.parts, raw]), []
+        self.handle(_decode(raw))
+
+    def handle(self, message: Incoming) -> None:
+        kind = message.type
+        now = time.monotonic()
+        clock, stats = self.clock, self.stats
+        if kind in ("update", "snapshot"):
+            self.legal = message.legal or []
+            if clock.measuring(now):
+                stats.updates += 1
+        elif kind in ("ack", "reject") and message.seq is not None:
+            t0 = self.sent.pop(message.seq, None)
+            if kind == "ack" and self.on_ack is not None:
+                self.on_ack(message, now, self.opened)
+            if t0 is not None and clock.measuring(t0):
+                (stats.acks if kind == "ack" else stats.rejects).append((now - t0) * 1000.0)
+        elif kind == "error" and clock.measuring(now):
+            stats.errors += 1
+            stats.error_codes[message.code or "?"] += 1
+
+    def tick(self) -> None:
+        self.timer = None
+        transport = self.transport
+        if transport is None or transport.is_disconnected or time.monotonic() >= self.clock.end:
+            return
+        if self.legal:
+            self.seq += 1
+            self.sent[self.seq] = time.monotonic()
+            transport.send(WSMsgType.TEXT, _encode({"type": "action", "seq": self.seq,
+                                                    "action": self.rng.choice(self.legal)}))
+        self.next_at += self.period
+        self.timer = asyncio.get_running_loop().call_at(self.next_at, self.tick)
+
+
+async def drive_seat(url: str, token: str, rate: float, clock: Clock, stats: Stats, rng: random.Random,
+                     seq: int = 0, on_ack: Callable[[Incoming, float, float], None] | None = None
+                     ) -> tuple[int, bool]:
+    """One scripted seat (:class:`SeatListener`) connected to ``url`` until the clock's end (then half a second
+    for the last answers) or until the connection ends. Returns the last ``seq`` used, so that a reconnecting
+    client goes on from it, and whether the server ended the connection first. Connecting may raise ``OSError``,
+    ``TimeoutError`` or picows' ``WSError``."""
+    transport, seat = await ws_connect(lambda: SeatListener(token, rate, clock, stats, rng, seq, on_ack), url,
+                                       websocket_handshake_timeout=60, max_frame_size=2**22)
+    assert isinstance(seat, SeatListener)
+    ended = transport.wait_disconnected()
+    try:
+        await asyncio.wait_for(asyncio.shield(ended), max(0.0, clock.end - time.monotonic()) + 0.5)
+        return seat.seq, True
+    except TimeoutError:
+        transport.send_close(WSCloseCode.OK)
+        transport.disconnect()
+        return seat.seq, False
 
 
 async def table_client(port: int, tid: str, token: str, rate: float, clock: Clock, stats: Stats,
                        rng: random.Random) -> None:
     """A seat's client for the one-process runs; a connection the server ends before the clock does is an error
     (raised, as before: the run stops)."""
-    async with websockets.connect(f"ws://127.0.0.1:{port}/ws/tables/{tid}", max_size=2**22,
-                                  compression=None, open_timeout=60, ping_interval=None) as ws:
-        await drive_seat(ws, token, rate, clock, stats, rng)
-        if time.monotonic() < clock.end:
-            raise ConnectionError(f"table {tid}: the server closed the connection before the end of the run")
+    _, ended = await drive_seat(f"ws://127.0.0.1:{port}/ws/tables/{tid}", token, rate, clock, stats, rng)
+    if ended and time.monotonic() < clock.end:
+        raise ConnectionError(f"table {tid}: the server closed the connection before the end of the run")
+
+
+class EchoListener(WSListener):
+    """A client of the bare echo server: sends ``rate`` messages a second (padded with ``size`` characters) and
+    times each echo, like a seat's actions."""
+
+    def __init__(self, rate: float, size: int, clock: Clock, stats: Stats, rng: random.Random) -> None:
+        self.period = 1.0 / rate
+        self.pad = "x" * size
+        self.clock = clock
+        self.stats = stats
+        self.rng = rng
+        self.seq = 0
+        self.sent: dict[int, float] = {}
+        self.transport: WSTransport | None = None
+        self.next_at = 0.0
+
+    def on_ws_connected(self, transport: WSTransport) -> None:
+        self.transport = transport
+        loop = asyncio.get_running_loop()
+        self.next_at = loop.time() + self.rng.uniform(0, self.period)
+        loop.call_at(self.next_at, self.tick)
+
+    def on_ws_frame(self, transport: WSTransport, frame: WSFrame) -> None:
+        if frame.msg_type != WSMsgType.TEXT:
+            return
+        message = _decode(frame.get_payload_as_bytes())
+        t0 = self.sent.pop(message.seq or 0, None)
+        now = time.monotonic()
+        if t0 is not None and self.clock.measuring(t0):
+            self.stats.acks.append((now - t0) * 1000.0)
+
+    def tick(self) -> None:
+        transport = self.transport
+        if transport is None or transport.is_disconnected or time.monotonic() >= self.clock.end:
+            return
+        self.seq += 1
+        self.sent[self.seq] = time.monotonic()
+        transport.send(WSMsgType.TEXT, _encode({"type": "action", "seq": self.seq,
+                                                "action": {"type": "move", "pad": self.pad}}))
+        self.next_at += self.period
+        asyncio.get_running_loop().call_at(self.next_at, self.tick)
 
 
 async def echo_client(port: int, rate: float, size: int, clock: Clock, stats: Stats, rng: random.Random) -> None:
-    async with websockets.connect(f"ws://127.0.0.1:{port}", max_size=2**22, compression=None,
-                                  open_timeout=60) as ws:
-        sent: dict[int, float] = {}
-        pad = "x" * size
-
-        async def reader() -> None:
-            async for raw in ws:
-                message = _decode(raw)
-                t0 = sent.pop(message.seq or 0, None)
-                now = time.monotonic()
-                if t0 is not None and clock.measuring(t0):
-                    stats.acks.append((now - t0) * 1000.0)
-
-        task = asyncio.create_task(reader())
-        await asyncio.sleep(rng.uniform(0, 1.0 / rate))
-        seq = 0
-        next_at = time.monotonic()
-        while time.monotonic() < clock.end:
-            next_at += 1.0 / rate
-            seq += 1
-            sent[seq] = time.monotonic()
-            await ws.send(json.dumps({"type": "action", "seq": seq, "action": {"type": "move", "pad": pad}}))
-            await asyncio.sleep(max(0.0, next_at - time.monotonic()))
-        await asyncio.sleep(0.5)
-        task.cancel()
+    transport, _ = await ws_connect(lambda: EchoListener(rate, size, clock, stats, rng), f"ws://127.0.0.1:{port}",
+                                    websocket_handshake_timeout=60, max_frame_size=2**22)
+    await asyncio.sleep(max(0.0, clock.end - time.monotonic()) + 0.5)
+    transport.send_close(WSCloseCode.OK)
+    transport.disconnect()
 
 
 async def open_tables(base: str, count: int, first: int = 0) -> list[tuple[str, list[str]]]:
@@ -331,8 +432,10 @@ async def run(args: argparse.Namespace) -> None:
         stats = Stats()
         clock = Clock(args.warmup + 2.0, duration)
         cpu: dict[str, float] = {}
+        lags: list[float] = []
         await asyncio.gather(
             measure_cpu({"server": server.pid, "clients": os.getpid()}, clock, cpu, bool(args.profile)),
+            loop_lag(clock, lags),
             *(table_client(port, tid, token, args.rate, clock, stats, random.Random(rng.random()))
               for tid, tokens in tables for token in tokens),
         )
@@ -340,6 +443,7 @@ async def run(args: argparse.Namespace) -> None:
         print(f"CPU over the window: server {cpu.get('server', 0):.2f} cores, clients {cpu.get('clients', 0):.2f} "
               f"cores (of {os.cpu_count()}); load average {os.getloadavg()[0]:.1f}")
         print(cpu_per_ack(cpu.get("server", 0.0), stats, duration))
+        print(lag_line(lags))
 
         echo_stats = Stats()
         clock = Clock(args.warmup, duration)
@@ -516,22 +620,21 @@ async def cluster_client(ports: list[int], start: int, tid: str, token: str, rat
     seq = 0
     while time.monotonic() < clock.end:
         port = ports[index % len(ports)]
+        stats = direct if owner_port.get(tid) == port else relayed
+
+        def on_ack(message: Incoming, now: float, opened: float) -> None:
+            # acks on a connection opened after the kill come from the new owner
+            mark = acked.setdefault(tid, Ack())
+            mark.version, mark.at = max(mark.version, message.v or 0), now
+            if mark.after_kill is None and "at" in killed and opened > killed["at"]:
+                mark.after_kill = now
+
         try:
-            async with websockets.connect(f"ws://127.0.0.1:{port}/ws/tables/{tid}", max_size=2**22,
-                                          compression=None, open_timeout=30, ping_interval=None) as ws:
-                opened = time.monotonic()  # acks on a connection opened after the kill come from the new owner
-                stats = direct if owner_port.get(tid) == port else relayed
-
-                def on_ack(message: Incoming, now: float, opened: float = opened) -> None:
-                    mark = acked.setdefault(tid, Ack())
-                    mark.version, mark.at = max(mark.version, message.v or 0), now
-                    if mark.after_kill is None and "at" in killed and opened > killed["at"]:
-                        mark.after_kill = now
-
-                seq = await drive_seat(ws, token, rate, clock, stats, rng, seq, on_ack)
-                if time.monotonic() >= clock.end:
-                    return
-        except (OSError, websockets.exceptions.WebSocketException, TimeoutError):
+            seq, _ = await drive_seat(f"ws://127.0.0.1:{port}/ws/tables/{tid}", token, rate, clock, stats, rng, seq,
+                                      on_ack)
+            if time.monotonic() >= clock.end:
+                return
+        except (OSError, WSError, TimeoutError):
             pass
         index += 1  # that process is gone or closed us: the next one
         await asyncio.sleep(0.2)
@@ -606,7 +709,9 @@ async def run_config(name: str, args: argparse.Namespace, db: str, redis: str | 
         redis_calls: dict[str, float] = {}
         if redis:
             extra.append(count_redis(redis, clock, redis_calls))
-        await asyncio.gather(measure_cpu(pids, clock, cpu, bool(args.profile), sample), *clients, *extra)
+        lags: list[float] = []
+        await asyncio.gather(measure_cpu(pids, clock, cpu, bool(args.profile), sample), loop_lag(clock, lags),
+                             *clients, *extra)
         both = Stats(acks=direct.acks + relayed.acks, rejects=direct.rejects + relayed.rejects,
                      errors=direct.errors + relayed.errors, updates=direct.updates + relayed.updates,
                      error_codes=direct.error_codes + relayed.error_codes)
@@ -615,6 +720,7 @@ async def run_config(name: str, args: argparse.Namespace, db: str, redis: str | 
               + f" (of {os.cpu_count()}); load average {os.getloadavg()[0]:.1f}")
         services = sum(c for n, c in cpu.items() if n in SERVICES) if any(n in cpu for n in SERVICES) else None
         print(cpu_per_ack(sum(c for n, c in cpu.items() if n.startswith("server")), both, duration, services))
+        print(lag_line(lags))
         if "commits" in commits:
             answered = (len(both.acks) + len(both.rejects)) / duration
             print(f"PostgreSQL: {commits['commits']:.0f} transactions/s committed "
@@ -725,7 +831,12 @@ def main() -> None:
 
 
 def run_loop(main: Coroutine[Any, Any, None]) -> None:
-    """Run ``main`` on uvloop when installed (as the servers do: uvicorn's default), else on asyncio's loop."""
+    """Run ``main`` on uvloop when installed (as the servers do: uvicorn's default), else on asyncio's loop, with
+    the garbage collector set as the servers set it (``cardtable.server.app.serve``): the start-up objects frozen out
+    of every collection and rare full collections, so the load generator's own pauses stay out of the latencies."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
     try:
         import uvloop
     except ImportError:

@@ -113,11 +113,17 @@ def create_app(db: str | None = None, settings: Settings | None = None, redis: s
     return app
 
 
-GC_THRESHOLDS = (1_000, 20, 1_000)
-"""The garbage collector's thresholds under ``cardtable serve`` (``CARDTABLE_GC_THRESHOLDS="a,b,c"`` overrides):
-the young generation is kept small (a 50 000-object one took 20-40 ms to collect) and full collections rare (one
-takes 50-70 ms with 200 tables in play). Rare full collections are safe only because a closed connection leaves no
-reference cycle behind (``tests/test_server_memory.py``); ``docs/deploy.md`` has the soak figures."""
+GC_THRESHOLDS = (50_000, 20, 1_000)
+"""The garbage collector's thresholds under ``cardtable serve`` (``CARDTABLE_GC_THRESHOLDS="a,b,c"`` overrides).
+
+What a young collection costs is set by the objects alive in the young generation, not by its threshold: every
+connection waiting for its next message holds a fresh coroutine, future and buffers, so with 1,600 connections the
+young generation always holds about 30,000 live objects, and collecting it takes 15-20 ms whatever the threshold.
+A threshold of 1,000 ran such a collection every 2-3 s (with 400 Nerts tables at 1 action/s/seat), which made most of
+the ack latency's 99th percentile; 50,000 runs it about once a minute or two (a pause of 20-60 ms), and full
+collections stay rare (20, 1,000). Rare collections cost little memory because a closed connection leaves no
+reference cycle behind (``tests/test_server_memory.py``): resident memory rises a few MB between young collections
+and no further (``bench/soak.py``; figures in ``docs/deploy.md``)."""
 
 
 def uvicorn_config(app: FastAPI, host: str, port: int, settings: Settings) -> Any:
