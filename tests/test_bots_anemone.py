@@ -3,6 +3,7 @@ what a seat knows; and the simulator (cardtable.sim.anemone) writing records tha
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from collections import Counter
@@ -62,6 +63,49 @@ def test_registered_specs() -> None:
     assert specs == ["random", "heuristic", "ismcts:easy", "ismcts:medium", "ismcts:hard"]
     assert [get_bot("anemone", s).pooled for s in specs] == [False, False, True, True, True]
     assert get_bot("anemone", "ismcts").spec == "ismcts:medium"
+
+
+def test_paired_halving_deals_one_determinization_per_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``paired``, the root moves of one pass are played out on the same hidden cards: the search deals one
+    determinization per pass over the surviving moves (passes of 10, 5, 3 and 2 moves over the four rounds, then
+    the survivor alone), not one per simulation, and gives every simulation of a pass the same hands."""
+    state = position(4, 3, 0)
+    view = state.view(state.to_act()[0])
+    dealt: list[tuple[tuple[int, ...], ...]] = []
+    sample = Determinizer.sample
+
+    def counting(self: Determinizer, rng: random.Random) -> tuple[list[list[int]], list[int]]:
+        hands, deck = sample(self, rng)
+        dealt.append(tuple(tuple(h) for h in hands))
+        return hands, deck
+
+    seen: list[tuple[tuple[int, ...], ...]] = []
+    with_hidden = AnemoneState.with_hidden
+
+    def recording(self: AnemoneState, hands: list[list[int]], deck: list[int]) -> AnemoneState:
+        seen.append(tuple(tuple(h) for h in hands))
+        return with_hidden(self, hands, deck)
+
+    monkeypatch.setattr(Determinizer, "sample", counting)
+    monkeypatch.setattr(AnemoneState, "with_hidden", recording)
+    _, visits = search(view, Budget(500, 60.0, halving=True, paired=True), random.Random(1))
+    assert sum(visits.values()) == 500
+    # passes per round: 500 // (10 * 4), 380 // (5 * 3), 255 // (3 * 2), 129 // 2, then the one simulation left
+    rounds = ((10, 12), (5, 25), (3, 42), (2, 64), (1, 1))
+    passes = sum(count for _, count in rounds)
+    assert len(dealt) == passes  # the deal the search starts from is the first pass's
+    assert len(seen) == 500
+    starts = [0]
+    for size, count in rounds:
+        starts += [starts[-1] + size * (i + 1) for i in range(count)]
+    for begin, end in itertools.pairwise(starts):
+        assert len(set(seen[begin:end])) == 1  # one deal per pass
+    assert len(set(seen)) > passes // 2  # and new deals from pass to pass
+
+    dealt.clear()
+    seen.clear()
+    search(view, Budget(500, 60.0, halving=True), random.Random(1))
+    assert len(dealt) == 500  # unpaired: a new deal for every simulation
 
 
 @settings(max_examples=40, deadline=None)
@@ -124,6 +168,7 @@ def test_heuristic_discards_a_bonus_card() -> None:
         Budget(400, 10.0),
         Budget(400, 10.0, greedy=0.5, own_vs_best=True, prune_spends=True, smart=0.5, halving=True),
         Budget(400, 10.0, smart=1.0, max_depth=1),
+        Budget(400, 10.0, greedy=0.5, own_vs_best=True, prune_spends=True, halving=True, paired=True),
     ],
 )
 def test_ismcts_search_wins_a_valuable_trick_when_last(budget: Budget) -> None:

@@ -78,6 +78,10 @@ class Budget:
     (:class:`_Halving`) instead of UCB1, and the surviving move is played. ``smart``: the chance that a playout
     turn follows a few rules instead (see :func:`playout`). ``max_depth``: the tree stops growing below that
     depth (1: flat Monte Carlo over the root moves); 0 for no limit.
+
+    ``paired`` (with ``halving``): each pass over the surviving root moves plays them all on one determinization,
+    so that root moves are compared on the same deals (the deal's luck, most of a playout's variance, cancels out
+    of their differences); ``common_playouts`` also gives the playouts of one pass the same random numbers.
     """
 
     simulations: int
@@ -91,12 +95,14 @@ class Budget:
     smart: float = 0.0
     halving: bool = False
     max_depth: int = 0
+    paired: bool = False
+    common_playouts: bool = False
 
 
 LEVELS: dict[str, Budget] = {
     "easy": Budget(150, 0.15),
     "medium": Budget(800, 0.5),
-    "hard": Budget(2500, 0.6, greedy=0.5, own_vs_best=True, prune_spends=True, halving=True),
+    "hard": Budget(2500, 0.6, greedy=0.5, own_vs_best=True, prune_spends=True, halving=True, paired=True),
 }
 """Budgets by level; ``hard`` stays under 1 second per move. ``hard`` also plays out half the following turns
 greedily, in a hand that decides the match measures its own margin against the best other seat, offers each card
@@ -563,19 +569,22 @@ class _Halving:
         self.survivors = list(moves)
         self.simulations = simulations
 
-    def plan(self) -> Iterator[Move]:
-        """The root move of each simulation, in order (round robin within a round)."""
+    def plan(self) -> Iterator[tuple[Move, bool]]:
+        """The root move of each simulation, in order (round robin within a round), each with whether it starts a
+        pass over the surviving moves (a search that pairs its samples deals a new determinization there)."""
         rounds = max(1, math.ceil(math.log2(len(self.survivors))))
         used = 0
         for done in range(rounds):
             survivors = self.survivors
             per = max(1, (self.simulations - used) // (len(survivors) * (rounds - done)))
             for _ in range(per):
-                yield from survivors
+                for i, move in enumerate(survivors):
+                    yield move, i == 0
             used += per * len(survivors)
             self.survivors = sorted(survivors, key=self._mean, reverse=True)[: (len(survivors) + 1) // 2]
         while True:
-            yield from self.survivors
+            for i, move in enumerate(self.survivors):
+                yield move, i == 0
 
     def _mean(self, move: Move) -> float:
         child = self.root.children.get(move)
@@ -609,6 +618,9 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
     greedy = budget.greedy
     smart = budget.smart
     max_depth = budget.max_depth or -1
+    paired = budget.paired and budget.halving
+    common_playouts = budget.common_playouts and budget.halving
+    pass_seed = 0
     win_weight = budget.win_weight
     deadline = started + budget.seconds
     simulations = budget.simulations
@@ -625,14 +637,20 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
         sims += 1
         if sims >= len(logs):
             logs.extend(math.log(n) for n in range(len(logs), 2 * sims + 64))
-        if sims > 1:
+        if plan is not None:
+            move, fresh = next(plan)
+            if sims > 1 and (fresh or not paired):
+                hands, deck = sample(rng)
+            if common_playouts and fresh:
+                pass_seed = rng.getrandbits(32)
+        elif sims > 1:
             hands, deck = sample(rng)
-        state = base.with_hidden(hands, deck)
+        # a simulation uses up the lists it is given: one shared by a pass is copied
+        state = base.with_hidden([h[:] for h in hands], deck[:]) if paired else base.with_hidden(hands, deck)
         node = root
         moves = root_moves
         if plan is not None:
             # the root move is the halving plan's; then the tree as usual
-            move = next(plan)
             child = root.children.get(move)
             if child is None:
                 child = root.children[move] = _Node(root, move, seat)
@@ -677,7 +695,7 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
             if state.over or node.depth == max_depth:
                 break
             moves = moves_of(state)
-        playout(state, rng, greedy=greedy, smart=smart)
+        playout(state, random.Random(pass_seed) if common_playouts else rng, greedy=greedy, smart=smart)
         rewards = playout_rewards(state.points, state.anem, seat, anemone_weight, win_weight, own_win, own_vs_best)
         walk: _Node | None = node
         while walk is not None:
