@@ -10,7 +10,8 @@ playout to the hand's end (:func:`playout`, on the determinization's own lists: 
 test replays its moves through the engine's ``apply``). A playout is scored for each seat by its point margin
 over the mean of the other seats (plus a small value for anemones held, which help in later hands), divided by
 10 (:func:`playout_rewards`; options: the searching seat's margin over the best other seat and its share of the
-win, in a hand that decides the match; greedy playouts). The most visited root move is played.
+win, in a hand that decides the match; greedy playouts). The most visited root move is played (with sequential
+halving at the root, the surviving one; paired, each pass over the root moves plays them on one deal).
 
 Budgets (:data:`LEVELS`): a number of simulations and a wall-clock cap per move, whichever comes first.
 
@@ -107,9 +108,10 @@ LEVELS: dict[str, Budget] = {
 """Budgets by level; ``hard`` stays under 1 second per move. ``hard`` also plays out half the following turns
 greedily, in a hand that decides the match measures its own margin against the best other seat, offers each card
 with only the anemone spends that can change who wins the trick, and shares the root's simulations out by
-sequential halving. Chosen against OpenSpiel's ISMCTS at 500 simulations over the bench's first 100 deals and
-seats (``docs/ai.md``, "How the search options were chosen"): one of ours against three of theirs, 26.0% won
-without the last two, 39.5% with them."""
+sequential halving, each pass over the surviving moves on one deal. Chosen against OpenSpiel's ISMCTS over the
+bench's deals and seats (``docs/ai.md``, "How the search options were chosen" and "How ``paired`` was chosen"):
+one of ours against three of theirs at 500 simulations, 26.0% won without halving and pruned spends, 39.5% with
+them; at 2,500, 20.8% without ``paired`` and 33.3% with it over the same 24 games."""
 
 
 class _Node:
