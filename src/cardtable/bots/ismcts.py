@@ -11,7 +11,7 @@ test replays its moves through the engine's ``apply``). A playout is scored for 
 over the mean of the other seats (plus a small value for anemones held, which help in later hands), divided by
 10 (:func:`playout_rewards`; options: the searching seat's margin over the best other seat and its share of the
 win, in a hand that decides the match; greedy playouts). The most visited root move is played (with sequential
-halving at the root, the surviving one; paired, each pass over the root moves plays them on one deal).
+halving at the root, the surviving one).
 
 Budgets (:data:`LEVELS`): a number of simulations and a wall-clock cap per move, whichever comes first.
 
@@ -103,15 +103,15 @@ class Budget:
 LEVELS: dict[str, Budget] = {
     "easy": Budget(150, 0.15),
     "medium": Budget(800, 0.5),
-    "hard": Budget(2500, 0.6, greedy=0.5, own_vs_best=True, prune_spends=True, halving=True, paired=True),
+    "hard": Budget(2500, 0.6, greedy=0.5, own_vs_best=True, prune_spends=True, halving=True),
 }
 """Budgets by level; ``hard`` stays under 1 second per move. ``hard`` also plays out half the following turns
 greedily, in a hand that decides the match measures its own margin against the best other seat, offers each card
 with only the anemone spends that can change who wins the trick, and shares the root's simulations out by
-sequential halving, each pass over the surviving moves on one deal. Chosen against OpenSpiel's ISMCTS over the
-bench's deals and seats (``docs/ai.md``, "How the search options were chosen" and "How ``paired`` was chosen"):
-one of ours against three of theirs at 500 simulations, 26.0% won without halving and pruned spends, 39.5% with
-them; at 2,500, 20.8% without ``paired`` and 33.3% with it over the same 24 games."""
+sequential halving. Chosen against OpenSpiel's ISMCTS at 500 simulations over the bench's first 100 deals and
+seats (``docs/ai.md``, "How the search options were chosen"): one of ours against three of theirs, 26.0% won
+without the last two, 39.5% with them. ``paired`` is not used: it lost at 500 simulations (``docs/ai.md``,
+"Trials at stop 20")."""
 
 
 class _Node:
