@@ -1396,6 +1396,33 @@ async def test_commits_add_nothing_the_store_keeps(url: str) -> None:
         await store.close()
 
 
+async def test_group_commits_on_postgresql_start_at_least_the_commit_interval_apart(url: str) -> None:
+    """With a commit interval, a write that comes while the last commit began less than the interval ago waits
+    for the interval's end, and the writes that come meanwhile share its commit; a write after a quiet spell is
+    committed at once. SQLite ignores the interval (each write is its own commit here). A negative interval is
+    refused."""
+    with pytest.raises(ValueError, match="commit interval"):
+        await Store.open(url, commit_interval_s=-0.001)
+    store = await Store.open(url, commit_interval_s=1.0)
+    try:
+        await store.insert_table(table_row("t1", status="playing"))
+        await store.insert_hand("t1", 0, {"packs": []})
+        await asyncio.sleep(1.05)  # quiet for longer than the interval
+        before = store.commits
+        await asyncio.wait_for(store.insert_actions("t1", 0, [(0, 0, 5, {"type": "flip"})]), 0.9)  # at once
+        late = [store.insert_actions("t1", 0, [(1, 1, 6, {"type": "flip"})])]
+        for idx in (2, 3):
+            await asyncio.sleep(0.05)
+            late.append(store.insert_actions("t1", 0, [(idx, 0, 5 + idx, {"type": "flip"})]))
+        await asyncio.gather(*late)
+        sqlite = url.startswith("sqlite")
+        assert store.commits - before == (4 if sqlite else 2)
+        actions = (await store.load_tables(table_id="t1", with_hands=True))[0].hands[0].actions
+        assert [ms for _, ms, _ in actions] == [5, 6, 7, 8]
+    finally:
+        await store.close()
+
+
 async def test_a_write_given_up_on_does_not_hold_up_the_rest_of_its_commit(store: Store) -> None:
     """A write whose caller stopped waiting (its future cancelled) is stored with its group commit all the same,
     and every later write of that commit is still answered."""

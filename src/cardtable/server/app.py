@@ -58,7 +58,8 @@ def create_app(db: str | None = None, settings: Settings | None = None, redis: s
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        store = await Store.open(db, cluster=redis is not None)
+        store = await Store.open(db, cluster=redis is not None,
+                                 commit_interval_s=settings.commit_interval_ms / 1000.0)
         cluster = None
         if redis is not None:
             cluster = await Cluster.open(redis, store, cluster_settings(settings))

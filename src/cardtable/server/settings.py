@@ -37,6 +37,8 @@ class Settings:
     ``GET /api/tables``, ``lobby_reads_per_second`` and ``lobby_read_burst`` per client address (below).
 
     Several processes (``--redis``): ``lease_ms``, ``sweep_s``, ``call_timeout_s`` (below).
+
+    Storage: ``commit_interval_ms`` (below).
     """
 
     hand_pause_s: float = 4.0
@@ -78,6 +80,11 @@ class Settings:
     second, counted by each process; beyond it ``429`` with ``Retry-After``."""
     lobby_read_burst: int = 60
     """Lobby reads a client address may make at once (a browser's lobby reads three lists every 5 s)."""
+    commit_interval_ms: float = 4.0
+    """PostgreSQL: least milliseconds from one group commit's start to the next (``server/store.py``). Under load
+    the writes of those milliseconds share one transaction (fewer, larger commits: less CPU in the server and in
+    PostgreSQL); a write arriving after a quiet spell is committed at once. 0: every commit as soon as the last
+    is done."""
 
 
 ENV_NAMES = {
@@ -117,6 +124,7 @@ HELP = {
     "call_timeout_s": "With --redis: seconds a join, leave or start forwarded to the table's owner process may take (503 beyond).",
     "lobby_reads_per_second": "Lobby reads (table lists, a record or a replay) per client address per second (429 beyond).",
     "lobby_read_burst": "Lobby reads a client address may make at once.",
+    "commit_interval_ms": "PostgreSQL: least milliseconds between the starts of two group commits (0: no wait).",
 }
 """One line of help per setting, for ``cardtable serve --help``."""
 
