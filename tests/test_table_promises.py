@@ -1399,8 +1399,8 @@ async def test_commits_add_nothing_the_store_keeps(url: str) -> None:
 async def test_group_commits_on_postgresql_start_at_least_the_commit_interval_apart(url: str) -> None:
     """With a commit interval, a write that comes while the last commit began less than the interval ago waits
     for the interval's end, and the writes that come meanwhile share its commit; a write after a quiet spell is
-    committed at once. SQLite ignores the interval (each write is its own commit here). A negative interval is
-    refused."""
+    committed at once, and one still waiting when the store closes is stored before it closes. SQLite ignores the
+    interval (each write is its own commit here). A negative interval is refused."""
     with pytest.raises(ValueError, match="commit interval"):
         await Store.open(url, commit_interval_s=-0.001)
     store = await Store.open(url, commit_interval_s=1.0)
@@ -1417,8 +1417,16 @@ async def test_group_commits_on_postgresql_start_at_least_the_commit_interval_ap
         await asyncio.gather(*late)
         sqlite = url.startswith("sqlite")
         assert store.commits - before == (4 if sqlite else 2)
+        # a write waiting for the interval when the store closes is stored first
+        waiting = store.insert_actions("t1", 0, [(4, 1, 9, {"type": "flip"})])
+        await asyncio.sleep(0)
+    finally:
+        await store.close()
+    assert waiting.done() and waiting.exception() is None
+    store = await Store.open(url)
+    try:
         actions = (await store.load_tables(table_id="t1", with_hands=True))[0].hands[0].actions
-        assert [ms for _, ms, _ in actions] == [5, 6, 7, 8]
+        assert [ms for _, ms, _ in actions] == [5, 6, 7, 8, 9]
     finally:
         await store.close()
 

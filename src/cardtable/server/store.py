@@ -352,14 +352,14 @@ class Store:
         started = -1e9
         while True:
             batch = [await self._queue.get()]
-            wait = started + self.commit_interval_s - loop.time()
-            if wait > 0:  # the last commit began less than the interval ago: gather what comes meanwhile
-                await asyncio.sleep(wait)
-            started = loop.time()
-            while len(batch) < MAX_BATCH and not self._queue.empty():
-                batch.append(self._queue.get_nowait())
-            self._busy = True
+            self._busy = True  # from here on :meth:`close` waits for this batch
             try:
+                wait = started + self.commit_interval_s - loop.time()
+                if wait > 0:  # the last commit began less than the interval ago: gather what comes meanwhile
+                    await asyncio.sleep(wait)
+                started = loop.time()
+                while len(batch) < MAX_BATCH and not self._queue.empty():
+                    batch.append(self._queue.get_nowait())
                 await self._commit_and_settle(batch)
             finally:
                 self._busy = False
