@@ -54,7 +54,7 @@ from cardtable.bots.ismcts import (
     IsmctsBot,
     Move,
     fast_moves,
-    move_to_action,
+    matching_action,
     position_rng,
 )
 from cardtable.engine import Action, View
@@ -156,17 +156,11 @@ class StandInBot:
             return None
         if len(legal) == 1:
             return dict(legal[0])
-        move = move_to_action(
-            standin_search(view, self.simulations, self.uct_c, position_rng(self.seed, view))
-        )
-        for candidate in legal:
-            if (
-                candidate["type"] == move["type"]
-                and candidate["card"] == move["card"]
-                and sorted(candidate.get("anemones", [])) == move.get("anemones", [])
-            ):
-                return dict(candidate)
-        raise AssertionError(f"the stand-in chose {move}, not a legal action")
+        move = standin_search(view, self.simulations, self.uct_c, position_rng(self.seed, view))
+        action = matching_action(move, legal)
+        if action is None:
+            raise AssertionError(f"the stand-in chose {move}, not a legal action")
+        return action
 
 
 def seatings(setting: str) -> list[tuple[int, ...]]:

@@ -720,6 +720,20 @@ def move_to_action(move: Move) -> Action:
     return {"type": "discard", "card": CODE[card]}
 
 
+def matching_action(move: Move, legal: Sequence[Action]) -> Action | None:
+    """A copy of the action of ``legal`` that makes ``move`` (the same card, and the same anemone faces in any
+    order), or ``None`` if none does."""
+    action = move_to_action(move)
+    for candidate in legal:
+        if (
+            candidate["type"] == action["type"]
+            and candidate["card"] == action["card"]
+            and sorted(candidate.get("anemones", [])) == action.get("anemones", [])
+        ):
+            return dict(candidate)
+    return None
+
+
 class IsmctsBot:
     """SO-ISMCTS at a level of :data:`LEVELS` (``"easy"``, ``"medium"``, ``"hard"``), or a custom :class:`Budget`."""
 
@@ -740,12 +754,4 @@ class IsmctsBot:
         finally:
             if collecting:
                 gc.enable()
-        action = move_to_action(move)
-        for candidate in legal:
-            if (
-                candidate["type"] == action["type"]
-                and candidate["card"] == action["card"]
-                and sorted(candidate.get("anemones", [])) == action.get("anemones", [])
-            ):
-                return dict(candidate)
-        return dict(legal[0])
+        return matching_action(move, legal) or dict(legal[0])
