@@ -11,6 +11,7 @@ import contextlib
 import os
 import socket
 import subprocess
+import time
 from typing import Any
 
 HOST = "127.0.0.1"
@@ -29,8 +30,6 @@ def cpu_speed_ms(repeats: int = 5) -> float:
     ``repeats``). On a shared virtual machine it moves by half or more from hour to hour while nothing else runs
     on the machine; print it beside a latency figure, which moves with it. This kind of machine, at its fastest
     seen: about 200 ms."""
-    import time
-
     best = float("inf")
     for _ in range(repeats):
         start = time.process_time()
