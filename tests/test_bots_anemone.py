@@ -168,6 +168,7 @@ def test_heuristic_discards_a_bonus_card() -> None:
         Budget(400, 10.0),
         Budget(400, 10.0, greedy=0.5, own_vs_best=True, prune_spends=True, smart=0.5, halving=True),
         Budget(400, 10.0, smart=1.0, max_depth=1),
+        Budget(400, 10.0, others_exploration=0.2),
         Budget(400, 10.0, greedy=0.5, own_vs_best=True, prune_spends=True, halving=True, paired=True),
     ],
 )

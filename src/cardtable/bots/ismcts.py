@@ -62,7 +62,9 @@ Move = tuple[bool, int, tuple[int, ...]]
 class Budget:
     """A search budget per move: at most ``simulations`` simulations and ``seconds`` of wall-clock time.
 
-    ``exploration`` is UCB1's constant (rewards are point margins divided by 10). ``greedy`` is the chance that
+    ``exploration`` is UCB1's constant (rewards are point margins divided by 10); ``others_exploration``, when
+    set, is the constant at the other seats' turns in the tree (a lower one models opponents that play their
+    best reply more often, a higher one opponents that play more at random). ``greedy`` is the chance that
     a playout turn following a lead plays the lowest card taking the trick so far (else its lowest card) instead
     of a random one; ``win_weight`` adds that much to a seat's reward for a playout it wins (shared wins split).
     Both are 0 at every level but ``hard`` (``greedy`` 0.5).
@@ -88,6 +90,7 @@ class Budget:
     simulations: int
     seconds: float
     exploration: float = 0.7
+    others_exploration: float | None = None
     greedy: float = 0.0
     win_weight: float = 0.0
     own_win: float = 0.0
@@ -617,6 +620,7 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
     own_vs_best = budget.own_vs_best and deciding
     root = _Node(None, None, seat)
     c = budget.exploration
+    c_others = c if budget.others_exploration is None else budget.others_exploration
     greedy = budget.greedy
     smart = budget.smart
     max_depth = budget.max_depth or -1
@@ -664,6 +668,7 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
         while moves:
             # one pass: every child legal here gains an availability; UCB1 among them unless some move is untried
             children = node.children
+            cc = c if state.turn == seat else c_others
             untried: list[Move] | None = None
             best = node
             best_score = -1e18
@@ -679,7 +684,7 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
                 ch.avail = avail
                 if untried is None:
                     visits = ch.visits
-                    score = ch.reward / visits + c * sqrt(logs[avail] / visits)
+                    score = ch.reward / visits + cc * sqrt(logs[avail] / visits)
                     if score > best_score:
                         best_score = score
                         best = ch
