@@ -27,6 +27,11 @@ extra);
 - OpenSpiel's bot alone (``--openspiel-positions``): CPU milliseconds per move on our game and on
   :class:`PlainGame` (the game without its shortcuts and caches) from the same positions, the ratio, and whether
   both chose the same moves with the same root visit counts (a digest, to compare versions of the game too).
+- The shape of OpenSpiel's tree (``--openspiel-tree N``): from the positions every fourth move of ``N`` random
+  hands, how many of the tree's nodes other than the root were reached more than once. The bot keys a node by the
+  information state of the seat to move in the sampled world, which holds that seat's own hand, dealt anew for
+  every simulation; so until the hands are small almost every node below the root is new, is scored by its one
+  rollout and never reached again: the search is flat UCT over the root moves.
 
 OpenSpiel's bot draws its world samples from its seed (:func:`cardtable.openspiel.ismcts_bot`), so a game is
 the same from run to run as long as our bot plays the same.
@@ -384,6 +389,40 @@ def openspiel_speed(positions: int, seed: int, budgets: list[int]) -> None:
         )
 
 
+def openspiel_tree(hands: int, seed: int, simulations: int) -> None:
+    """Print the shape of OpenSpiel's ``ISMCTSBot`` tree on our game (four seats, ``simulations`` per search):
+    for the positions after 0, 4, 8, ... moves of ``hands`` hands played at random from ``seed``, the tree's
+    node count and how many nodes other than the root were reached more than once (a node is scored by one
+    rollout when first reached, and only grows children when reached again), summed over the hands."""
+    game = pyspiel.load_game(cos.GAME_NAME, {"players": 4, "rounds": 1})
+    rng = random.Random(seed)
+    totals: dict[int, list[int]] = {}
+    for hand in range(hands):
+        state = game.new_initial_state()
+        moves = 0
+        while not state.is_terminal():
+            if state.is_chance_node():
+                state.apply_action(rng.choice([a for a, _ in state.chance_outcomes()]))
+                continue
+            legal = state.legal_actions()
+            if moves % 4 == 0 and len(legal) > 1:
+                bot = cos.ismcts_bot(game, simulations, seed=seed + hand)
+                bot.run_search(state.clone())
+                again = sum(1 for node in bot._nodes.values() if node is not bot._root_node and node.total_visits > 0)
+                row = totals.setdefault(moves, [0, 0, 0])
+                row[0] += 1
+                row[1] += len(bot._nodes)
+                row[2] += again
+            state.apply_action(rng.choice(legal))
+            moves += 1
+    print(f"OpenSpiel ISMCTSBot tree, {simulations} simulations, {hands} hands (sums over the searches):")
+    for moves, (searches, nodes, again) in sorted(totals.items()):
+        print(
+            f"  after {moves:2d} moves: {searches} searches, {nodes:,} nodes, "
+            f"{again:,} below the root reached more than once ({again / max(1, nodes - searches):.1%})"
+        )
+
+
 def _key(task: Task) -> tuple[str, int, int, int, int, float, int, str]:
     return (
         task.setting,
@@ -476,6 +515,12 @@ def main() -> None:
         default=0,
         help="time OpenSpiel's bot alone from this many positions at each budget (CPU ms per move)",
     )
+    parser.add_argument(
+        "--openspiel-tree",
+        type=int,
+        default=0,
+        help="print the shape of OpenSpiel's tree from positions in this many random hands (smallest budget)",
+    )
     parser.add_argument("--progress", action="store_true", help="print every game as it ends")
     args = parser.parse_args()
     done = load(args.out)
@@ -487,6 +532,8 @@ def main() -> None:
     if args.openspiel_positions:
         budgets = sorted(int(b) for b in args.budgets.split(","))
         openspiel_speed(args.openspiel_positions, args.seed, budgets)
+    if args.openspiel_tree:
+        openspiel_tree(args.openspiel_tree, args.seed, min(int(b) for b in args.budgets.split(",")))
     print(
         f"OpenSpiel's ISMCTSBot: RandomRolloutEvaluator({args.rollouts}), UCT c {args.uct_c:g} (points), "
         "most visited move; ours: ismcts:hard's search at the same simulations, no time cap",
