@@ -169,6 +169,7 @@ def test_heuristic_discards_a_bonus_card() -> None:
         Budget(400, 10.0, greedy=0.5, own_vs_best=True, prune_spends=True, smart=0.5, halving=True),
         Budget(400, 10.0, smart=1.0, max_depth=1),
         Budget(400, 10.0, others_exploration=0.2),
+        Budget(400, 10.0, greedy=0.5, own_vs_best=True, prune_spends=True, halving=True, mast=0.5),
         Budget(400, 10.0, greedy=0.5, own_vs_best=True, prune_spends=True, halving=True, paired=True),
     ],
 )
@@ -279,25 +280,50 @@ def test_wilson_interval() -> None:
     steps=st.integers(0, 30),
     greedy=st.sampled_from([0.0, 0.5, 1.0]),
     smart=st.sampled_from([0.0, 0.5, 1.0]),
+    mast=st.sampled_from([0.0, 0.5, 1.0]),
 )
-def test_fast_playout_follows_the_engine(players: int, seed: int, steps: int, greedy: float, smart: float) -> None:
-    """The search's playout (random, partly greedy, partly smart) makes only moves the engine allows and ends
-    where the engine ends."""
+def test_fast_playout_follows_the_engine(
+    players: int, seed: int, steps: int, greedy: float, smart: float, mast: float
+) -> None:
+    """The search's playout (random, partly greedy, partly smart, partly by MAST values) makes only moves the
+    engine allows and ends where the engine ends; ``played`` lists its plays (not its discards), with their seats."""
     start = position(players, seed, steps)
     fast = start.copy()
     trace: list[Move] = []
-    playout(fast, random.Random(seed), anemone_chance=0.5, trace=trace, greedy=greedy, smart=smart)
+    values = [random.Random(seed + card).random() for card in range(64)]
+    played: list[int] = []
+    playout(
+        fast,
+        random.Random(seed),
+        anemone_chance=0.5,
+        trace=trace,
+        greedy=greedy,
+        smart=smart,
+        mast=mast,
+        mast_value=values,
+        played=played,
+    )
+    assert [key & 63 for key in played] == [card for is_play, card, _ in trace if is_play]
     engine = start.copy()
+    play_seats = []
     for is_play, card, faces in trace:
         seat = engine.to_act()[0]
+        if is_play:
+            play_seats.append(seat)
         action: dict[str, Any] = (
             {"type": "play", "card": CODE[card], "anemones": list(faces)}
             if is_play
             else {"type": "discard", "card": CODE[card]}
         )
-        assert action in engine.legal_actions(seat)
+        legal = engine.legal_actions(seat)
+        assert action in legal
+        if is_play and mast == 1.0 and not greedy and not smart:
+            # every play is the playable card with the best value
+            playable = {card_number(a["card"]) for a in legal if a["type"] == "play"}
+            assert values[card] == max(values[c] for c in playable)
         engine.apply(seat, action)
     assert engine.is_over and fast.over
+    assert [key >> 6 for key in played] == play_seats
     assert engine.points == fast.points
     assert [sorted(f) for f in engine.anem] == [sorted(f) for f in fast.anem]
     assert engine.supply == fast.supply

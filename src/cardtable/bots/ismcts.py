@@ -82,6 +82,12 @@ class Budget:
     turn follows a few rules instead (see :func:`playout`). ``max_depth``: the tree stops growing below that
     depth (1: flat Monte Carlo over the root moves); 0 for no limit.
 
+    ``mast``: the chance that a playout turn (one that neither ``smart`` nor ``greedy`` took) plays the playable
+    card with the best mean reward so far in this search for the seat that played it, over every simulation
+    that played it, in the tree or in a playout (the move-average sampling technique, MAST: Finnsson and
+    Björnsson 2008; Powley, Whitehouse and Cowling 2014 for information-set MCTS in card games); a card never
+    played yet comes first. 0 for uniformly random playouts.
+
     ``paired`` (with ``halving``): each pass over the surviving root moves plays them all on one determinization,
     so that root moves are compared on the same deals (the deal's luck, most of a playout's variance, cancels out
     of their differences); ``common_playouts`` also gives the playouts of one pass the same random numbers.
@@ -97,6 +103,7 @@ class Budget:
     own_vs_best: bool = False
     prune_spends: bool = False
     smart: float = 0.0
+    mast: float = 0.0
     halving: bool = False
     max_depth: int = 0
     paired: bool = False
@@ -250,6 +257,9 @@ def playout(
     trace: list[Move] | None = None,
     greedy: float = 0.0,
     smart: float = 0.0,
+    mast: float = 0.0,
+    mast_value: Sequence[float] = (),
+    played: list[int] | None = None,
 ) -> None:
     """Play ``state`` (a determinization: mutated in place) to the hand's end at random, fast.
 
@@ -264,7 +274,9 @@ def playout(
     plays a random card; a seat that must discard keeps the card worth most in its own pile (a 3, 5 or 8); a
     follower plays its lowest card that takes the trick so far (a 3, 5 or 8 counting 2 lower), else dumps its
     lowest card that is not a 3, 5 or 8, or, last to act, spends the fewest anemones that make its highest
-    card win.
+    card win. With probability ``mast`` (tried after those two) a turn plays the playable card whose
+    ``mast_value`` (indexed by card number) is highest. Each card played (not discarded) is appended to
+    ``played`` when given, as ``seat << 6 | card``.
     """
     if state.over:
         return
@@ -326,6 +338,14 @@ def playout(
                     if worst < 0 or rank < rank_of[worst]:
                         worst = c
             card = best if best >= 0 else worst
+        elif mast and rand() < mast:
+            # the playable card with the best mean so far (-1 when none is playable: a random discard)
+            card = -1
+            best_mean = -1e18
+            for c in hand:
+                if not mask & suit_bit[c] and mast_value[c] > best_mean:
+                    best_mean = mast_value[c]
+                    card = c
         else:
             # a uniformly random playable card: try a random card of the hand (rejection sampling keeps it
             # uniform), then, after two misses, look at the whole hand
@@ -337,6 +357,8 @@ def playout(
                 card = playable[int(rand() * len(playable))] if playable else -1
         if card >= 0:
             hand.remove(card)
+            if played is not None:
+                played.append(turn << 6 | card)
             value = rank_of[card]
             held = anem[turn]
             if faces is not None:
@@ -623,6 +645,11 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
     c_others = c if budget.others_exploration is None else budget.others_exploration
     greedy = budget.greedy
     smart = budget.smart
+    mast = budget.mast
+    # MAST: the mean reward of each card (by number) for the seat that played it; never played: first
+    mast_value = [1e9] * 64 if mast else []
+    mast_count = [0] * 64
+    played: list[int] | None = [] if mast else None
     max_depth = budget.max_depth or -1
     paired = budget.paired and budget.halving
     common_playouts = budget.common_playouts and budget.halving
@@ -661,6 +688,8 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
             if child is None:
                 child = root.children[move] = _Node(root, move, seat)
                 child.depth = 1
+            if played is not None and move[0]:
+                played.append(state.turn << 6 | move[1])
             state.step(*move)
             node = child
             moves = moves_of(state) if not state.over and max_depth != 1 else []
@@ -694,16 +723,36 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
                 child.avail = 1
                 child.depth = node.depth + 1
                 children[move] = child
+                if played is not None and move[0]:
+                    played.append(state.turn << 6 | move[1])
                 state.step(*move)
                 node = child
                 break
+            if played is not None and best.move[0]:  # type: ignore[index]
+                played.append(state.turn << 6 | best.move[1])  # type: ignore[index]
             state.step(*best.move)  # type: ignore[misc]
             node = best
             if state.over or node.depth == max_depth:
                 break
             moves = moves_of(state)
-        playout(state, random.Random(pass_seed) if common_playouts else rng, greedy=greedy, smart=smart)
+        playout(
+            state,
+            random.Random(pass_seed) if common_playouts else rng,
+            greedy=greedy,
+            smart=smart,
+            mast=mast,
+            mast_value=mast_value,
+            played=played,
+        )
         rewards = playout_rewards(state.points, state.anem, seat, anemone_weight, win_weight, own_win, own_vs_best)
+        if played is not None:
+            for key in played:
+                card = key & 63
+                count = mast_count[card] + 1
+                mast_count[card] = count
+                reward = rewards[key >> 6]
+                mast_value[card] = reward if count == 1 else mast_value[card] + (reward - mast_value[card]) / count
+            played.clear()
         walk: _Node | None = node
         while walk is not None:
             walk.visits += 1
