@@ -529,11 +529,11 @@ def main() -> None:
         return
     if args.speed_positions:
         speed(args.speed_positions, args.seed)
+    budgets = sorted(int(b) for b in args.budgets.split(","))
     if args.openspiel_positions:
-        budgets = sorted(int(b) for b in args.budgets.split(","))
         openspiel_speed(args.openspiel_positions, args.seed, budgets)
     if args.openspiel_tree:
-        openspiel_tree(args.openspiel_tree, args.seed, min(int(b) for b in args.budgets.split(",")))
+        openspiel_tree(args.openspiel_tree, args.seed, budgets[0])
     print(
         f"OpenSpiel's ISMCTSBot: RandomRolloutEvaluator({args.rollouts}), UCT c {args.uct_c:g} (points), "
         "most visited move; ours: ismcts:hard's search at the same simulations, no time cap",
@@ -551,7 +551,7 @@ def main() -> None:
             )
             not in seen
         ]
-        for simulations in sorted(int(b) for b in args.budgets.split(","))
+        for simulations in budgets
         for setting in args.settings.split(",")
     ]
     tasks = interleave(groups)

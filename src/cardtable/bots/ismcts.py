@@ -648,7 +648,7 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
     mast = budget.mast
     # MAST: the mean reward of each card (by number) for the seat that played it; never played: first
     mast_value = [1e9] * 64 if mast else []
-    mast_count = [0] * 64
+    mast_count = [0] * 64 if mast else []
     played: list[int] | None = [] if mast else None
     max_depth = budget.max_depth or -1
     paired = budget.paired and budget.halving
@@ -688,8 +688,6 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
             if child is None:
                 child = root.children[move] = _Node(root, move, seat)
                 child.depth = 1
-            if played is not None and move[0]:
-                played.append(state.turn << 6 | move[1])
             state.step(*move)
             node = child
             moves = moves_of(state) if not state.over and max_depth != 1 else []
@@ -723,13 +721,9 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
                 child.avail = 1
                 child.depth = node.depth + 1
                 children[move] = child
-                if played is not None and move[0]:
-                    played.append(state.turn << 6 | move[1])
                 state.step(*move)
                 node = child
                 break
-            if played is not None and best.move[0]:  # type: ignore[index]
-                played.append(state.turn << 6 | best.move[1])  # type: ignore[index]
             state.step(*best.move)  # type: ignore[misc]
             node = best
             if state.over or node.depth == max_depth:
@@ -746,6 +740,12 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
         )
         rewards = playout_rewards(state.points, state.anem, seat, anemone_weight, win_weight, own_win, own_vs_best)
         if played is not None:
+            # the tree's plays too: each node holds the move into it and the seat that made it
+            tree: _Node | None = node
+            while tree is not None and tree.move is not None:
+                if tree.move[0]:
+                    played.append(tree.seat << 6 | tree.move[1])
+                tree = tree.parent
             for key in played:
                 card = key & 63
                 count = mast_count[card] + 1
