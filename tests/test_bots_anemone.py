@@ -171,6 +171,7 @@ def test_heuristic_discards_a_bonus_card() -> None:
         Budget(400, 10.0, others_exploration=0.2),
         Budget(400, 10.0, greedy=0.5, own_vs_best=True, prune_spends=True, halving=True, mast=0.5),
         Budget(400, 10.0, greedy=0.5, own_vs_best=True, prune_spends=True, halving=True, paired=True),
+        Budget(400, 10.0, greedy=0.5, own_vs_best=True, prune_spends=True, halving=True, self_determinize=0.3),
     ],
 )
 def test_ismcts_search_wins_a_valuable_trick_when_last(budget: Budget) -> None:
@@ -187,7 +188,8 @@ def test_ismcts_search_wins_a_valuable_trick_when_last(budget: Budget) -> None:
     state.apply(1, {"type": "play", "card": "8B"})
     move, visits = search(state.view(2), budget, random.Random(0))
     assert move in [(True, card_number(c), ()) for c in ("8C", "9C", "10C")]
-    assert sum(visits.values()) == 400
+    # every simulation visits a root move, but those dealt as the others imagine it (below 400 then)
+    assert sum(visits.values()) == 400 if not budget.self_determinize else 200 < sum(visits.values()) < 400
 
 
 def test_sequential_halving_spends_the_budget_and_keeps_the_best_half() -> None:
@@ -205,35 +207,66 @@ def test_sequential_halving_spends_the_budget_and_keeps_the_best_half() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(players=st.integers(2, 6), seed=st.integers(0, 10_000), steps=st.integers(0, 45))
-def test_determinizations_respect_counts_and_voids(players: int, seed: int, steps: int) -> None:
+@given(
+    players=st.integers(2, 6), seed=st.integers(0, 10_000), steps=st.integers(0, 45), hide_own=st.booleans()
+)
+def test_determinizations_respect_counts_and_voids(players: int, seed: int, steps: int, hide_own: bool) -> None:
+    """Every card is somewhere exactly once, hand sizes and the deck's are the view's, and no seat gets a suit
+    its discards show it lacks; the seat's own hand is its true one, or (``hide_own``) dealt like the others."""
     state = position(players, seed, steps)
     seat = state.to_act()[0]
     view = state.view(seat)
-    det = Determinizer(view)
+    det = Determinizer(view, hide_own=hide_own)
     hands, deck = det.sample(random.Random(seed))
     assert [len(h) for h in hands] == view["hand_counts"] and len(deck) == view["deck_count"]
-    assert sorted(hands[seat]) == sorted(state.hands[seat])
+    if not hide_own:
+        assert sorted(hands[seat]) == sorted(state.hands[seat])
     seen = Counter(c for h in hands for c in h) + Counter(deck)
     seen += Counter(c for pile in state.piles for c in pile) + Counter(p[1] for p in state.trick)
     assert seen == Counter(game_cards(players))
     # the true deal is consistent with every void the view reveals, so a sample must respect them too
     for other, hand in enumerate(hands):
         for card in hand:
-            if other != seat:
+            if other != seat or hide_own:
                 assert card in det.eligible and other in det.eligible[card]
     # voids: a seat that discarded held no card of a suit missing from that trick (3+ seats)
     if players > 2:
         for trick in [*view["tricks"], {"plays": view["trick"], "discards": view["trick_discards"]}]:
             for d in trick["discards"]:
-                if d["seat"] == seat:
+                if d["seat"] == seat and not hide_own:
                     continue
                 before = {SUIT_OF[card_number(p["card"])] for p in trick["plays"] if p["order"] < d["order"]}
                 assert all(SUIT_OF[c] in before for c in hands[d["seat"]])
     codes = [[CODE[c] for c in hand] for hand in hands]
     rebuilt = AnemoneState.from_view(view, codes, [CODE[c] for c in deck])
     assert rebuilt.to_act() == [seat]
-    assert sorted(map(str, rebuilt.legal_actions(seat))) == sorted(map(str, state.legal_actions(seat)))
+    if not hide_own:
+        assert sorted(map(str, rebuilt.legal_actions(seat))) == sorted(map(str, state.legal_actions(seat)))
+
+
+def test_imagined_deals_update_only_the_other_seats_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``self_determinize``, some simulations deal the searching seat's own hand at random too; they walk
+    the tree without touching the seat's own nodes, so the root moves' visits count only the other
+    simulations, and the move played is still one of the seat's legal moves."""
+    state = position(4, 3, 4)
+    seat = state.to_act()[0]
+    view = state.view(seat)
+    imagined: list[list[int]] = []
+    sample = Determinizer.sample
+
+    def counting(self: Determinizer, rng: random.Random) -> tuple[list[list[int]], list[int]]:
+        hands, deck = sample(self, rng)
+        if self.own_seat != seat:
+            imagined.append(hands[seat])
+        return hands, deck
+
+    monkeypatch.setattr(Determinizer, "sample", counting)
+    budget = Budget(600, 60.0, greedy=0.5, own_vs_best=True, prune_spends=True, halving=True, self_determinize=0.4)
+    move, visits = search(view, budget, random.Random(2))
+    assert 150 < len(imagined) < 350  # about 40% of 600
+    assert sum(visits.values()) == 600 - len(imagined)
+    assert any(sorted(hand) != sorted(state.hands[seat]) for hand in imagined)
+    assert move in state.moves()
 
 
 def test_simulate_writes_records_that_replay(tmp_path: Path) -> None:

@@ -88,6 +88,14 @@ class Budget:
     Björnsson 2008; Powley, Whitehouse and Cowling 2014 for information-set MCTS in card games); a card never
     played yet comes first. 0 for uniformly random playouts.
 
+    ``self_determinize``: the share of simulations dealt as the other seats might imagine the deal, the
+    searching seat's own hand at random too (:class:`Determinizer` with ``hide_own``; self-determinization:
+    Cowling, Powley and Whitehouse 2015, "Emergent bluffing and inference with Monte Carlo tree search"). Such a
+    simulation walks the tree as usual at the other seats' turns and updates only their nodes; at the searching
+    seat's turns it takes the most visited move legal in that deal, and plays out from there when none is in the
+    tree. Statistics that only ever hold the seat's true hand model opponents who play as if they saw it; these
+    simulations model opponents who do not. 0 for none.
+
     ``paired`` (with ``halving``): each pass over the surviving root moves plays them all on one determinization,
     so that root moves are compared on the same deals (the deal's luck, most of a playout's variance, cancels out
     of their differences); ``common_playouts`` also gives the playouts of one pass the same random numbers.
@@ -104,6 +112,7 @@ class Budget:
     prune_spends: bool = False
     smart: float = 0.0
     mast: float = 0.0
+    self_determinize: float = 0.0
     halving: bool = False
     max_depth: int = 0
     paired: bool = False
@@ -158,21 +167,30 @@ def _void_suits(view: View) -> dict[int, set[int]]:
 
 
 class Determinizer:
-    """Samples the cards a seat cannot see, consistently with its view (hand counts, deck count, voids)."""
+    """Samples the cards a seat cannot see, consistently with its view (hand counts, deck count, voids).
 
-    def __init__(self, view: View) -> None:
+    With ``hide_own`` the seat's own hand is dealt at random too, from the cards the other seats cannot see
+    (its hand count and the suits its discards show it lacks): the deal as they might imagine it (the
+    self-determinization of :class:`Budget`).
+    """
+
+    def __init__(self, view: View, hide_own: bool = False) -> None:
         self.seat = int(view["seat"])
         self.players = int(view["players"])
         seen = {card_number(c) for c in view["hand"]}
         for pile in view["score_piles"]:
             seen.update(card_number(c) for c in pile)
         seen.update(card_number(p["card"]) for p in view["trick"])
+        self.own = [card_number(c) for c in view["hand"]]
+        if hide_own:
+            seen.difference_update(self.own)
         self.unknown = [c for c in game_cards(self.players) if c not in seen]
         self.counts = list(view["hand_counts"])
         self.deck_count = int(view.get("deck_count", 0))
-        self.own = [card_number(c) for c in view["hand"]]
         voids = _void_suits(view)
-        others = [s for s in range(self.players) if s != self.seat]
+        # the seat whose hand is the view's own (-2: none, every hand is dealt)
+        self.own_seat = -2 if hide_own else self.seat
+        others = [s for s in range(self.players) if s != self.own_seat]
         # holders: other seats, then -1 for the deck
         self.holders = [*others, -1]
         self.capacity = {s: self.counts[s] for s in others}
@@ -210,7 +228,8 @@ class Determinizer:
                     break
                 got[h] = part
             else:
-                hands = [self.own[:] if s == self.seat else got[s] for s in range(self.players)]
+                own_seat = self.own_seat
+                hands = [self.own[:] if s == own_seat else got[s] for s in range(self.players)]
                 return hands, got[-1]
         return self.sample_card_by_card(rng)
 
@@ -246,7 +265,7 @@ class Determinizer:
                 h = next(h for h in reversed(options) if left[h] > 0)
             got[h].append(card)
             left[h] -= 1
-        hands = [self.own[:] if s == self.seat else got[s] for s in range(self.players)]
+        hands = [self.own[:] if s == self.own_seat else got[s] for s in range(self.players)]
         return hands, got[-1]
 
 
@@ -662,7 +681,11 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
     sqrt = math.sqrt
     rand = rng.random
     sample = det.sample
-    halving = _Halving(root, root_moves, simulations) if budget.halving and len(root_moves) > 1 else None
+    self_determinize = budget.self_determinize
+    imagined = Determinizer(view, hide_own=True).sample if self_determinize else None
+    # the halving plan shares out the simulations dealt from the seat's own view
+    real = round(simulations * (1.0 - self_determinize))
+    halving = _Halving(root, root_moves, real) if budget.halving and len(root_moves) > 1 else None
     plan = halving.plan() if halving is not None else None
     while sims < simulations:
         if sims and sims % 8 == 0 and time.perf_counter() > deadline:
@@ -670,7 +693,14 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
         sims += 1
         if sims >= len(logs):
             logs.extend(math.log(n) for n in range(len(logs), 2 * sims + 64))
-        if plan is not None:
+        # a deal as the other seats might imagine it (the seat's own hand at random too)
+        imagining = imagined is not None and rand() < self_determinize
+        if imagining:
+            assert imagined is not None
+            state = base.with_hidden(*imagined(rng))
+            node = root
+            moves = moves_of(state)
+        elif plan is not None:
             move, fresh = next(plan)
             if sims > 1 and (fresh or not paired):
                 hands, deck = sample(rng)
@@ -678,11 +708,12 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
                 pass_seed = rng.getrandbits(32)
         elif sims > 1:
             hands, deck = sample(rng)
-        # a simulation uses up the lists it is given: one shared by a pass is copied
-        state = base.with_hidden([h[:] for h in hands], deck[:]) if paired else base.with_hidden(hands, deck)
-        node = root
-        moves = root_moves
-        if plan is not None:
+        if not imagining:
+            # a simulation uses up the lists it is given: one shared by a pass is copied
+            state = base.with_hidden([h[:] for h in hands], deck[:]) if paired else base.with_hidden(hands, deck)
+            node = root
+            moves = root_moves
+        if plan is not None and not imagining:
             # the root move is the halving plan's; then the tree as usual
             child = root.children.get(move)
             if child is None:
@@ -693,8 +724,23 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
             moves = moves_of(state) if not state.over and max_depth != 1 else []
         # selection and expansion
         while moves:
-            # one pass: every child legal here gains an availability; UCB1 among them unless some move is untried
             children = node.children
+            if imagining and state.turn == seat:
+                # the seat's own turn in an imagined deal: its most visited move legal here, if the tree has one
+                mine: _Node | None = None
+                for m in moves:
+                    ch = children.get(m)
+                    if ch is not None and (mine is None or ch.visits > mine.visits):
+                        mine = ch
+                if mine is None:
+                    break
+                state.step(*mine.move)  # type: ignore[misc]
+                node = mine
+                if state.over or node.depth == max_depth:
+                    break
+                moves = moves_of(state)
+                continue
+            # one pass: every child legal here gains an availability; UCB1 among them unless some move is untried
             cc = c if state.turn == seat else c_others
             untried: list[Move] | None = None
             best = node
@@ -755,8 +801,9 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
             played.clear()
         walk: _Node | None = node
         while walk is not None:
-            walk.visits += 1
-            walk.reward += rewards[walk.seat]
+            if not imagining or walk.seat != seat:
+                walk.visits += 1
+                walk.reward += rewards[walk.seat]
             walk = walk.parent
     root_visits = {m: ch.visits for m, ch in root.children.items()}
     if halving is not None:
