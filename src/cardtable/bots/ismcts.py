@@ -727,49 +727,44 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
             children = node.children
             if imagining and state.turn == seat:
                 # the seat's own turn in an imagined deal: its most visited move legal here, if the tree has one
-                mine: _Node | None = None
+                best = node
                 for m in moves:
                     ch = children.get(m)
-                    if ch is not None and (mine is None or ch.visits > mine.visits):
-                        mine = ch
-                if mine is None:
-                    break
-                state.step(*mine.move)  # type: ignore[misc]
-                node = mine
-                if state.over or node.depth == max_depth:
-                    break
-                moves = moves_of(state)
-                continue
-            # one pass: every child legal here gains an availability; UCB1 among them unless some move is untried
-            cc = c if state.turn == seat else c_others
-            untried: list[Move] | None = None
-            best = node
-            best_score = -1e18
-            for m in moves:
-                ch = children.get(m)
-                if ch is None:
-                    if untried is None:
-                        untried = [m]
-                    else:
-                        untried.append(m)
-                    continue
-                avail = ch.avail + 1
-                ch.avail = avail
-                if untried is None:
-                    visits = ch.visits
-                    score = ch.reward / visits + cc * sqrt(logs[avail] / visits)
-                    if score > best_score:
-                        best_score = score
+                    if ch is not None and (best is node or ch.visits > best.visits):
                         best = ch
-            if untried is not None:
-                move = untried[int(rand() * len(untried))]
-                child = _Node(node, move, state.turn)
-                child.avail = 1
-                child.depth = node.depth + 1
-                children[move] = child
-                state.step(*move)
-                node = child
-                break
+                if best is node:
+                    break
+            else:
+                # one pass: every child legal here gains an availability; UCB1 among them unless some move is untried
+                cc = c if state.turn == seat else c_others
+                untried: list[Move] | None = None
+                best = node
+                best_score = -1e18
+                for m in moves:
+                    ch = children.get(m)
+                    if ch is None:
+                        if untried is None:
+                            untried = [m]
+                        else:
+                            untried.append(m)
+                        continue
+                    avail = ch.avail + 1
+                    ch.avail = avail
+                    if untried is None:
+                        visits = ch.visits
+                        score = ch.reward / visits + cc * sqrt(logs[avail] / visits)
+                        if score > best_score:
+                            best_score = score
+                            best = ch
+                if untried is not None:
+                    move = untried[int(rand() * len(untried))]
+                    child = _Node(node, move, state.turn)
+                    child.avail = 1
+                    child.depth = node.depth + 1
+                    children[move] = child
+                    state.step(*move)
+                    node = child
+                    break
             state.step(*best.move)  # type: ignore[misc]
             node = best
             if state.over or node.depth == max_depth:
