@@ -244,6 +244,12 @@ def test_determinizations_respect_counts_and_voids(players: int, seed: int, step
         assert sorted(map(str, rebuilt.legal_actions(seat))) == sorted(map(str, state.legal_actions(seat)))
 
 
+@pytest.mark.parametrize("share", [-0.1, 1.0, 1.5])
+def test_a_self_determinize_share_outside_0_to_1_is_refused(share: float) -> None:
+    with pytest.raises(ValueError, match="self_determinize"):
+        Budget(100, 1.0, self_determinize=share)
+
+
 def test_imagined_deals_update_only_the_other_seats_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
     """With ``self_determinize``, some simulations deal the searching seat's own hand at random too; they walk
     the tree without touching the seat's own nodes, so the root moves' visits count only the other

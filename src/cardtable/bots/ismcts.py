@@ -94,7 +94,8 @@ class Budget:
     simulation walks the tree as usual at the other seats' turns and updates only their nodes; at the searching
     seat's turns it takes the most visited move legal in that deal, and plays out from there when none is in the
     tree. Statistics that only ever hold the seat's true hand model opponents who play as if they saw it; these
-    simulations model opponents who do not. 0 for none.
+    simulations model opponents who do not. 0 for none; below 1 (else ``ValueError``: the seat's own moves
+    would get no simulations).
 
     ``paired`` (with ``halving``): each pass over the surviving root moves plays them all on one determinization,
     so that root moves are compared on the same deals (the deal's luck, most of a playout's variance, cancels out
@@ -117,6 +118,10 @@ class Budget:
     max_depth: int = 0
     paired: bool = False
     common_playouts: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.self_determinize < 1.0:
+            raise ValueError(f"self_determinize must be at least 0 and below 1, not {self.self_determinize}")
 
 
 LEVELS: dict[str, Budget] = {
