@@ -3,8 +3,8 @@
 Usage: ``python bench/anemone_vs_openspiel.py [--games 200] [--budgets 500,2500] [--settings pairs,solo]
 [--jobs 1] [--seed 1] [--out FILE] [--speed-positions 12] [--openspiel-positions 8]`` (needs the ``ai``
 extra);
-``python bench/anemone_vs_openspiel.py --summary --out FILE`` prints the figures of the games in ``FILE`` only;
-``--from-game N`` plays and counts only games numbered ``N`` and up.
+``python bench/anemone_vs_openspiel.py --summary --out FILE`` prints the figures of the games in ``FILE`` only
+(those numbered below ``--games``); ``--from-game N`` plays and counts only games numbered ``N`` and up.
 
 - Strength: four seats, one hand per game (``--rounds`` for more). ``pairs``: two of ours (``ismcts:hard``'s
   search with the simulation budget given and no time cap) against two of OpenSpiel's
@@ -492,7 +492,12 @@ def interleave(groups: list[list[Task]]) -> list[Task]:
 def main() -> None:
     """Run the settings and budgets asked for (skipping games already in ``--out``) and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--games", type=int, default=200, help="games per setting and budget")
+    parser.add_argument(
+        "--games",
+        type=int,
+        default=200,
+        help="games per setting and budget, numbered from 0 (--summary counts those numbered below it too)",
+    )
     parser.add_argument(
         "--from-game",
         type=int,
@@ -531,7 +536,7 @@ def main() -> None:
     )
     parser.add_argument("--progress", action="store_true", help="print every game as it ends")
     args = parser.parse_args()
-    done = [o for o in load(args.out) if o.task.game >= args.from_game]
+    done = [o for o in load(args.out) if args.from_game <= o.task.game < args.games]
     if args.summary:
         summary(done)
         return
