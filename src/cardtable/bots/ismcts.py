@@ -698,35 +698,35 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
         sims += 1
         if sims >= len(logs):
             logs.extend(math.log(n) for n in range(len(logs), 2 * sims + 64))
-        # a deal as the other seats might imagine it (the seat's own hand at random too)
-        imagining = imagined is not None and rand() < self_determinize
-        if imagining:
-            assert imagined is not None
+        if imagined is not None and rand() < self_determinize:
+            # a deal as the other seats might imagine it (the seat's own hand at random too)
+            imagining = True
             state = base.with_hidden(*imagined(rng))
             node = root
             moves = moves_of(state)
-        elif plan is not None:
-            move, fresh = next(plan)
-            if sims > 1 and (fresh or not paired):
+        else:
+            imagining = False
+            if plan is not None:
+                move, fresh = next(plan)
+                if sims > 1 and (fresh or not paired):
+                    hands, deck = sample(rng)
+                if common_playouts and fresh:
+                    pass_seed = rng.getrandbits(32)
+            elif sims > 1:
                 hands, deck = sample(rng)
-            if common_playouts and fresh:
-                pass_seed = rng.getrandbits(32)
-        elif sims > 1:
-            hands, deck = sample(rng)
-        if not imagining:
             # a simulation uses up the lists it is given: one shared by a pass is copied
             state = base.with_hidden([h[:] for h in hands], deck[:]) if paired else base.with_hidden(hands, deck)
             node = root
             moves = root_moves
-        if plan is not None and not imagining:
-            # the root move is the halving plan's; then the tree as usual
-            child = root.children.get(move)
-            if child is None:
-                child = root.children[move] = _Node(root, move, seat)
-                child.depth = 1
-            state.step(*move)
-            node = child
-            moves = moves_of(state) if not state.over and max_depth != 1 else []
+            if plan is not None:
+                # the root move is the halving plan's; then the tree as usual
+                child = root.children.get(move)
+                if child is None:
+                    child = root.children[move] = _Node(root, move, seat)
+                    child.depth = 1
+                state.step(*move)
+                node = child
+                moves = moves_of(state) if not state.over and max_depth != 1 else []
         # selection and expansion
         while moves:
             children = node.children
