@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -66,3 +67,57 @@ def test_tokens_are_stored_as_hashes() -> None:
     assert len(token) >= 40 and hash_token(token) != token
     assert token_matches(token, hash_token(token))
     assert not token_matches(token + "x", hash_token(token)) and not token_matches(token, None)
+
+
+# -- issue 25, item 1: the depth check before parsing is linear in its input ------------------------------------
+
+def _worst_bodies(size: int) -> list[bytes]:
+    """Texts of about ``size`` bytes built to make a string-blanking or bracket scan slow: a string that never
+    closes and holds only escaped quotes (with enough brackets before it to skip the quick count), escaped
+    backslashes, lone quotes, and tens of thousands of brackets."""
+    half = size // 2
+    return [
+        b'"' + b"[" * 40 + b'" "' + b'\\"' * half,  # the regex of old: 14.6 s at 64 KiB
+        b"[" * 40 + b'"' + b'\\"' * half,
+        b'{"a":' * 20 + b'"' + b"\\\\" * half,
+        b'"' * size,
+        b"\\" * size,
+        b"[]" * half,
+        b'["' * half,
+        b'["\\' * (size // 3),
+    ]
+
+
+@pytest.mark.parametrize("size", [4096, 65536])
+def test_the_depth_check_takes_milliseconds_on_its_worst_inputs(size: int) -> None:
+    import time
+
+    for body in _worst_bodies(size):
+        started = time.perf_counter()
+        with contextlib.suppress(ValueError):
+            messages.check_depth(body)
+        elapsed = time.perf_counter() - started
+        # about 7 ms at 64 KiB on a 2-core machine; the quadratic scan took 75 ms at 4 KiB and 14.6 s at 64 KiB
+        assert elapsed < (0.05 if size <= 4096 else 0.5), (body[:24], elapsed)
+
+
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(alphabet='[]{}"\\ab\n'),
+                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text('"\\[{', max_size=3), inner,
+                                                                               max_size=3),
+                    max_leaves=60))
+@settings(max_examples=300, deadline=None)
+def test_the_depth_check_measures_real_json_exactly(value: object) -> None:
+    text = json.dumps(value).encode()
+
+    def depth(item: object) -> int:
+        if isinstance(item, list):
+            return 1 + max((depth(x) for x in item), default=0)
+        if isinstance(item, dict):
+            return 1 + max((depth(x) for x in item.values()), default=0)
+        return 0
+
+    deepest = depth(value)
+    messages.check_depth(text, max_depth=deepest)
+    if deepest > 0:
+        with pytest.raises(ValueError, match="deeper"):
+            messages.check_depth(text, max_depth=deepest - 1)
