@@ -14,6 +14,17 @@ each ``ack``. After a quiet baseline window, runs each attack of issue 10 in tur
    2,000 half-sent requests (over 40 addresses: all must be closed by the server);
 5. an open-table flood (50 addresses x 30 creates) and a ``GET /api/tables?status=open`` flood (8 clients, 10 s).
 
+And issue 25's:
+
+7. the escaped-quote body, a JSON text that opens 40 brackets then a string of ``\\"`` that never closes: (a) ten
+   64 KiB ``POST /api/tables`` bodies, (b) 4 KiB WebSocket messages from a spectator at 25 a second for 10 s
+   (within the 30/s limit); each must be refused (4xx, ``error``) in milliseconds;
+8. a ping flood from a client that never reads (100,000 ping frames, 13 MB, from a socket with a 4 KiB receive
+   buffer): the server must stop reading it or close it, answer at most the message budget's pongs, and hold no
+   memory for it;
+9. forged ``X-Forwarded-For`` / ``X-Forwarded-Proto`` headers from ``127.0.0.1`` (where a proxy would be): 45 table
+   creations, each claiming another address; at most ``create_burst`` (20) may pass, the rest are 429.
+
 For each it prints the HTTP statuses and WebSocket close codes / ``error`` codes seen, whether the server's log got
 a traceback, the timing tables' worst and p99 ack latency during the attack against the baseline, and the server's
 RSS before and after, its CPU time and how long its event loop's thread waited for a CPU (on a shared machine,
@@ -26,6 +37,7 @@ what delays the server.
 
     .venv/bin/python bench/attacks.py                 # run by hand; takes about 3 minutes
     .venv/bin/python bench/attacks.py --only 3,6b     # some of them (by number)
+    nice .venv/bin/python bench/attacks.py --only 7a,7b,8,9
 """
 
 from __future__ import annotations
@@ -50,6 +62,10 @@ from typing import Any
 
 import httpx
 import websockets
+from websockets.client import ClientProtocol
+from websockets.frames import Frame, Opcode
+from websockets.http11 import Response
+from websockets.uri import parse_uri
 
 from machine import HOST, cpu_seconds, cpu_wait_seconds, free_port, rss_mb, stop
 
@@ -76,10 +92,15 @@ async def timed_table(port: int, index: int, out: Callable[[str], None]) -> None
     rng = random.Random(index)
     async with httpx.AsyncClient(base_url=f"http://{HOST}:{port}", timeout=30) as http:
         while True:
-            made = (await http.post("/api/tables", json={
-                "game": "nerts", "options": {"players": 3}, "name": f"timer{index}",
-                "seats": [{"kind": "open"}, {"kind": "bot", "bot": "greedy:medium"},
-                          {"kind": "bot", "bot": "greedy:medium"}]})).json()
+            while True:  # attack 9 spends 127.0.0.1's creations too: wait for the next one
+                answer = await http.post("/api/tables", json={
+                    "game": "nerts", "options": {"players": 3}, "name": f"timer{index}",
+                    "seats": [{"kind": "open"}, {"kind": "bot", "bot": "greedy:medium"},
+                              {"kind": "bot", "bot": "greedy:medium"}]})
+                if answer.status_code != 429:
+                    break
+                await asyncio.sleep(float(answer.headers.get("retry-after") or 1))
+            made = answer.json()
             tid, token = made["table"]["id"], made["token"]
             async with websockets.connect(f"ws://{HOST}:{port}/ws/tables/{tid}", max_size=2**22,
                                           compression=None, open_timeout=60) as ws:
@@ -424,6 +445,144 @@ async def list_flood(port: int, out: Outcome, seconds: float = 10.0) -> None:
                      f"p99 {pct(took, 0.99):.0f} ms")
 
 
+ESCAPED_QUOTE_DEPTH = 40
+"""Brackets opened before the escaped-quote string (more than the 32 levels allowed, so the depth is measured)."""
+
+
+def escaped_quotes(head: str, size: int) -> bytes:
+    """``head``, 40 opening brackets, then a string of ``\\"`` that never closes: ``size`` bytes in all (the
+    regular expression of old took 14.6 s over 64 KiB of it)."""
+    text = (head + "[" * ESCAPED_QUOTE_DEPTH + '"').encode()
+    return text + b'\\"' * ((size - len(text)) // 2) + b"\\" * ((size - len(text)) % 2)
+
+
+async def escaped_quote_bodies(port: int, out: Outcome) -> None:
+    """Issue 25, 1: ten 64 KiB escaped-quote bodies posted to ``/api/tables``: each a 4xx, answered in milliseconds."""
+    body = escaped_quotes('{"a":', 65536)
+    took: list[float] = []
+    async with http_client(port, address(0, 5)) as http:
+        for _ in range(10):
+            t0 = time.monotonic()
+            answer = await http.post("/api/tables", content=body, headers={"content-type": "application/json"})
+            took.append((time.monotonic() - t0) * 1000.0)
+            out.status(answer.status_code)
+            if not 400 <= answer.status_code < 500:
+                out.failures.append(f"a {len(body)}-byte escaped-quote body: {answer.status_code}, not 4xx")
+    out.notes.append(f"{len(body)}-byte bodies answered in {min(took):.0f} to {max(took):.0f} ms")
+
+
+async def escaped_quote_messages(port: int, out: Outcome, seconds: float = 10.0, rate: float = 25.0) -> None:
+    """Issue 25, 1: a spectator sends 4 KiB escaped-quote messages at 25 a second (under the 30/s limit) for 10 s:
+    each gets an ``error`` and the connection lives on."""
+    made = await create_table(port, address(0, 6))
+    message = escaped_quotes('{"type":"action","seq":1,"action":{"type":"flip","a":', 4096).decode()
+    async with websockets.connect(f"ws://{HOST}:{port}/ws/tables/{made['table']['id']}",
+                                  local_addr=(address(0, 6), 0), max_size=2**22, compression=None) as ws:
+        await ws.send(json.dumps({"type": "hello", "token": None}))
+        out.seen["ws " + (await ws_next(ws))["type"]] += 1
+        sent = 0
+        start = time.monotonic()
+        while time.monotonic() - start < seconds:
+            await ws.send(message)
+            sent += 1
+            await asyncio.sleep(max(0.0, start + sent / rate - time.monotonic()))
+        for _ in range(sent):
+            reply = await ws_next(ws)
+            out.seen[f"ws {reply['type']} {reply.get('code', '')}".strip()] += 1
+            if reply["type"] != "error" or reply.get("code") == "message.rate_limited":
+                out.failures.append(f"an escaped-quote message got {reply['type']} {reply.get('code')}")
+                break
+        await ws.send(json.dumps({"type": "ping", "t": 1.0}))
+        if (await ws_next(ws))["type"] != "pong":
+            out.failures.append("no pong after the escaped-quote messages")
+    out.notes.append(f"{sent} messages of {len(message)} bytes in {seconds:g} s; connection still open")
+
+
+FLOOD_PINGS = 100_000
+"""Ping frames of attack 8 (131 bytes each: the largest control frame)."""
+
+
+def raw_websocket(source: str, port: int, path: str, rcvbuf: int) -> tuple[socket.socket, ClientProtocol]:
+    """A WebSocket handshake over a plain socket with a ``rcvbuf``-byte receive buffer (websockets' sans-I/O
+    protocol), for a client that then writes frames of its own and reads nothing."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    sock.bind((source, 0))
+    sock.settimeout(10)
+    sock.connect((HOST, port))
+    protocol = ClientProtocol(parse_uri(f"ws://{HOST}:{port}{path}"))
+    protocol.send_request(protocol.connect())
+    sock.sendall(b"".join(protocol.data_to_send()))
+    while not any(isinstance(event, Response) for event in protocol.events_received()):
+        data = sock.recv(4096)
+        if not data:
+            raise ConnectionError("closed during the handshake")
+        protocol.receive_data(data)
+    return sock, protocol
+
+
+async def ping_flood(port: int, out: Outcome, seconds: float) -> None:
+    """Issue 25, 2: 100,000 ping frames from a client that never reads (a 4 KiB receive buffer); then what the server
+    sent it is read: at most the message budget's pongs (60 + 30 a second), and the server stopped reading it or
+    closed it before the whole flood went in."""
+    made = await create_table(port, address(0, 7))
+
+    def run() -> None:
+        sock, protocol = raw_websocket(address(0, 7), port, f"/ws/tables/{made['table']['id']}", 4096)
+        with sock:
+            data = memoryview(Frame(Opcode.PING, b"p" * 125).serialize(mask=True) * FLOOD_PINGS)
+            sock.settimeout(5.0)
+            sent, ended = 0, "all sent"
+            t0 = time.monotonic()
+            try:
+                while sent < len(data) and time.monotonic() - t0 < seconds:
+                    sent += sock.send(data[sent:sent + 65536])
+            except TimeoutError:
+                ended = "the server stopped reading (5 s without taking a byte)"
+            except OSError as error:
+                ended = f"closed by the server ({type(error).__name__})"
+            took = time.monotonic() - t0
+            frames: list[Frame] = []
+            sock.settimeout(2.0)
+            with contextlib.suppress(OSError):
+                while chunk := sock.recv(1 << 20):
+                    protocol.receive_data(chunk)
+                    frames += [e for e in protocol.events_received() if isinstance(e, Frame)]
+        pongs = sum(frame.opcode == Opcode.PONG for frame in frames)
+        closes = [int.from_bytes(f.data[:2], "big") for f in frames if f.opcode == Opcode.CLOSE]
+        out.seen[ended] += 1
+        for code in closes:
+            out.seen[f"close {code}"] += 1
+        out.notes.append(f"sent {sent / 1e6:.2f} MB of {len(data) / 1e6:.1f} MB in {took:.1f} s; {pongs} pongs read "
+                         f"back")
+        budget = 60 + 30 * (took + 2.0)
+        if pongs > budget:
+            out.failures.append(f"{pongs} pongs answered (budget {budget:.0f})")
+        if sent >= len(data):
+            out.failures.append("the server read the whole flood")
+        if 1011 in closes:
+            out.failures.append("close 1011 (internal error)")
+
+    await asyncio.to_thread(run)
+
+
+async def forged_forwarded(port: int, out: Outcome, creations: int = 45, burst: int = 20) -> None:
+    """Issue 25, 3: from ``127.0.0.1`` (where a proxy would be), table creations that each claim another client in
+    ``X-Forwarded-For`` (and ``https`` in ``X-Forwarded-Proto``): the per-address limit must hold, at most
+    ``burst`` (``create_burst``) created."""
+    async with httpx.AsyncClient(base_url=f"http://{HOST}:{port}", timeout=30) as http:
+        for i in range(creations):
+            answer = await http.post("/api/tables", json={"game": "nerts", "options": {"players": 2}},
+                                     headers={"X-Forwarded-For": f"203.0.113.{i + 1}", "X-Forwarded-Proto": "https"})
+            out.status(answer.status_code)
+            if answer.status_code == 201 and "secure" in answer.headers.get("set-cookie", "").lower():
+                out.failures.append("a forged X-Forwarded-Proto made the cookie Secure")
+    created = out.seen["201"]
+    out.notes.append(f"{created} of {creations} created with a forged address each (create_burst {burst})")
+    if created > burst:
+        out.failures.append(f"{created} creations passed: the forged addresses escaped the per-address limit")
+
+
 # -- the run ------------------------------------------------------------------------------------------------
 
 
@@ -503,6 +662,12 @@ async def run(args: argparse.Namespace) -> int:
             ("4c. 2,000 half-sent requests", lambda o: half_sent(port, o, args.attack_seconds)),
             ("6a. open-table flood (50 addresses x 30)", lambda o: open_table_flood(port, o)),
             ("6b. GET /api/tables flood (8 clients, 10 s)", lambda o: list_flood(port, o)),
+            ("7a. 64 KiB escaped-quote bodies (x10)", lambda o: escaped_quote_bodies(port, o)),
+            ("7b. 4 KiB escaped-quote messages from a spectator (25/s, 10 s)",
+             lambda o: escaped_quote_messages(port, o)),
+            ("8. ping flood from a client that never reads (100,000 pings)",
+             lambda o: ping_flood(port, o, args.attack_seconds)),
+            ("9. forged X-Forwarded-For/-Proto from 127.0.0.1 (45 creations)", lambda o: forged_forwarded(port, o)),
         ]
         for name, attack in attacks:
             if args.only and name.split(".")[0] not in args.only.split(","):
