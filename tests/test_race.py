@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 
 import pytest
 from hypothesis import given
@@ -265,3 +266,121 @@ def test_ordering_invariants(items: list[tuple[int, int, bool]], delays: list[in
                 and delays[seat_b] <= cap
             ):
                 assert position[a] < position[b], (a, b)
+
+
+# -- the estimate's settings, exactly as documented -----------------------------------------------------------
+
+
+def test_the_default_window_is_the_last_16_round_trips() -> None:
+    # docs/protocol.md: "the lower quartile of the last 16 round trips" (the server builds its estimators so)
+    est = DelayEstimator(quantile=0.0)  # the lowest round trip of the window
+    est.add(0)
+    for _ in range(16):
+        est.add(100)
+    assert est.samples == 16 and est.estimate() == 50  # the 0 ms round trip has left the window
+
+
+def test_the_window_and_quantile_bounds_are_accepted() -> None:
+    one = DelayEstimator(window=1)  # the smallest window: the latest round trip alone
+    one.add(300)
+    one.add(40)
+    assert one.samples == 1 and one.estimate() == 20
+    lowest, highest = DelayEstimator(quantile=0.0), DelayEstimator(quantile=1.0)
+    for rtt in (60, 20, 100, 40):
+        lowest.add(rtt)
+        highest.add(rtt)
+    assert lowest.estimate() == 10 and highest.estimate() == 50
+    with pytest.raises(ValueError, match="quantile"):
+        DelayEstimator(quantile=-0.01)
+
+
+@given(
+    st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0]),
+    st.integers(0, 4).map(lambda k: 4 * k + 1),  # 4k + 1 samples: every quartile is one of them
+    st.data(),
+)
+def test_the_estimate_is_the_quantile_of_the_window_halved(quantile: float, n: int, data: st.DataObject) -> None:
+    rtts = data.draw(st.lists(st.integers(0, 290), min_size=n, max_size=n))
+    est = DelayEstimator(window=n, quantile=quantile)
+    for rtt in rtts:
+        est.add(rtt)
+    # with 4k + 1 samples the usual (inclusive) quartiles are samples themselves: no interpolation to argue about
+    quartiles = statistics.quantiles(rtts, n=4, method="inclusive") if n > 1 else [rtts[0]] * 3
+    exact = {0.0: min(rtts), 0.25: quartiles[0], 0.5: quartiles[1], 0.75: quartiles[2], 1.0: max(rtts)}[quantile]
+    assert est.estimate() == round(exact / 2)
+
+
+# -- which plays race: the table's clock actions -----------------------------------------------------------
+
+
+def test_the_tables_clock_actions_race_for_the_end_and_never_for_a_layout() -> None:
+    assert race_keys({"type": "rotate"}) == {"end"}
+    for kind in ("rotate", "end_hand"):
+        assert race_keys({"type": kind}, shared_layout=True, pack=1) == {"end"}
+    assert race_keys({"type": "nerts"}, shared_layout=True, pack=1) == {"end", "layout:1"}
+    assert race_keys({"type": "flip"}, shared_layout=True) == {"layout:0"}  # the first pack unless told
+
+
+# -- ordering when delays change between plays (the server sets them at every ping) --------------------------
+
+
+def test_a_far_seat_waits_for_nobody_even_after_the_clock_asked_its_horizon() -> None:
+    orderer: RaceOrderer[str] = RaceOrderer()
+    orderer.set_delay(0, 30)
+    orderer.set_delay(1, 100)
+    orderer.submit("end", None, 5000, race_keys({"type": "end_hand", "reason": "nerts"}))
+    assert orderer.horizon(None) == 100  # the clock waits for the farthest seat
+    assert orderer.horizon(1) == 30 and orderer.horizon(0) == 100  # a seat waits only for the others
+
+
+def test_a_later_sent_play_never_overtakes_a_held_one_when_its_seat_got_nearer() -> None:
+    orderer: RaceOrderer[str] = RaceOrderer()
+    orderer.set_delay(0, 0)
+    orderer.set_delay(1, 100)
+    orderer.submit("near 5S", 0, 1000, FOUNDATION)  # sent 1000, waits for seat 1 until 1100
+    orderer.set_delay(1, 0)  # seat 1's link got better
+    orderer.submit("other 5S", 1, 1050, FOUNDATION)  # sent 1050: nothing to wait for, but sent later
+    assert orderer.release(1050) == [("near 5S", 1000), ("other 5S", 1050)]
+    assert orderer.held == 0
+
+
+def test_racing_plays_sent_at_the_same_time_go_in_arrival_order() -> None:
+    orderer: RaceOrderer[str] = RaceOrderer()
+    orderer.set_delay(0, 0)
+    orderer.set_delay(1, 100)
+    orderer.submit("first", 0, 1000, FOUNDATION)  # sent 1000, waits until 1100
+    orderer.set_delay(1, 0)
+    orderer.submit("second", 1, 1000, FOUNDATION)  # sent 1000 too, nothing to wait for
+    assert orderer.release(1000) == [("first", 1000), ("second", 1000)]
+
+
+def test_a_play_that_does_not_race_never_releases_a_racing_play_still_waiting() -> None:
+    orderer: RaceOrderer[str] = RaceOrderer()
+    orderer.set_delay(0, 0)
+    orderer.set_delay(1, 100)
+    orderer.set_delay(2, 0)
+    orderer.submit("near 5S", 0, 1000, FOUNDATION)  # waits until 1100 for seat 1
+    orderer.submit("flip", 2, 1050)  # seat 2's own business
+    assert orderer.release(1050) == [("flip", 950)]
+    assert orderer.release(1099) == []
+    assert orderer.release(1100) == [("near 5S", 1000)]
+
+
+def test_a_play_that_does_not_race_is_stamped_no_later_than_a_held_racing_play_after_delays_change() -> None:
+    orderer: RaceOrderer[str] = RaceOrderer()
+    orderer.set_delay(0, 0)
+    orderer.set_delay(1, 100)
+    orderer.submit("near 5S", 0, 1000, FOUNDATION)  # sent 1000, held until 1100
+    orderer.set_delay(1, 0)  # nobody is far now: a flip is stamped at its arrival...
+    orderer.submit("flip", 2, 1050)
+    assert orderer.release(1050) == [("flip", 1000)]  # ...but never past the held card's send time
+    assert orderer.release(1100) == [("near 5S", 1000)]  # which keeps its own stamp for the tie window
+
+
+def test_reset_without_a_time_starts_the_hand_at_zero() -> None:
+    orderer: RaceOrderer[str] = RaceOrderer()
+    orderer.submit("a", 0, 700)
+    assert orderer.release(700) == [("a", 700)]
+    assert orderer.reset() == [] and orderer.last_ms == 0
+    orderer.submit("b", 0, 5)
+    assert orderer.release(5) == [("b", 5)]

@@ -74,3 +74,17 @@ def test_the_examples_in_the_docstrings_run() -> None:
 
     result = doctest.testmod(ratings)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_tie_between_two_bots_goes_to_the_stronger() -> None:
+    ladder = {"greedy:easy": 0.0, "greedy:hard": 10.0, "greedy:medium": 4.0}
+    assert ratings.bot_level_for(7.0, ladder, "greedy:medium") == "greedy:hard"  # 3 from medium and from hard
+    assert ratings.bot_level_for(2.0, ladder, "greedy:hard") == "greedy:medium"  # 2 from easy and from medium
+
+
+@given(st.integers(-30, 60), st.dictionaries(st.sampled_from(["a", "b", "c", "d"]), st.integers(-30, 60), min_size=1))
+def test_among_the_nearest_bots_the_strongest_is_chosen(ordinal: int, ladder: dict[str, int]) -> None:
+    # whole numbers, so that equal distances are exactly equal
+    chosen = ratings.bot_level_for(float(ordinal), {k: float(v) for k, v in ladder.items()}, "default")
+    nearest = min(abs(v - ordinal) for v in ladder.values())
+    assert ladder[chosen] == max(v for v in ladder.values() if abs(v - ordinal) == nearest)
