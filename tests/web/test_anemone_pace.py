@@ -27,6 +27,11 @@ OBSERVE_JS = """
   };
   new MutationObserver(look).observe(document.getElementById('page'), { childList: true, subtree: true });
   look();
+  // snapshots replace what waited: note when they come, to tell a lost hold from a skipped one on failure
+  window.__snapshots = [];
+  const conn = window.__ctConn;
+  const receive = conn.receive.bind(conn);
+  conn.receive = (msg) => { if (msg.type === 'snapshot') window.__snapshots.push([msg.v, performance.now()]); receive(msg); };
 }
 """
 
@@ -60,8 +65,9 @@ def test_a_finished_trick_stays_before_the_next_one(page: Page, server: str) -> 
     # the whole hand: 4 players with 10 cards each play 10 tricks; the hand-over dialog waits behind the last one
     expect(page.locator(".overlay .handover")).to_be_visible(timeout=90000)
     log = page.evaluate("window.__trickLog")
+    snapshots = page.evaluate("window.__snapshots")
     holds = [b[1] - a[1] for a, b in itertools.pairwise(log) if a[0] == "held" and b[0] == "new"]
-    assert len(holds) >= 8, log  # every trick but the last is followed by another (the first may be missed)
+    assert len(holds) >= 8, (log, snapshots)  # every trick but the last is followed by another (the first may be missed)
     assert min(holds) >= 1200, holds
     # nothing lost or out of order: every trick was shown, and the board ends with every hand empty
     assert sum(1 for e in log if e[0] == "held") >= 9, log

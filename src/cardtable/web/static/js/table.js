@@ -122,6 +122,7 @@ export function showTable(main, id, { watch = false } = {}) {
     fill(body, h('p.muted.center', { text: t('common.connecting') }));
     let table = null;
     let seat = null;
+    let mounting = null; // while a game's module loads: { snapshot, queued: [[method, msg], ...] }
     const handlers = {
       status(s) {
         state.status = s;
@@ -136,6 +137,7 @@ export function showTable(main, id, { watch = false } = {}) {
       async snapshot(msg) {
         table = msg.table || table;
         Object.assign(state, { table, view: msg.view, legal: msg.legal || [], v: msg.v, hand: msg.hand });
+        if (mounting) { mounting.snapshot = msg; mounting.queued.length = 0; return; } // shown once the module is in
         if (!msg.view) {
           if (game) { game.destroy(); game = null; }
           clearInterval(countdown);
@@ -144,20 +146,31 @@ export function showTable(main, id, { watch = false } = {}) {
         }
         if (!game || game.kind !== table.game) {
           if (game) game.destroy();
+          game = null;
           clearInterval(countdown);
+          // While the game's module loads, what arrives waits here in order: the game then gets this snapshot and
+          // every update after it, so none of them (a finished trick to hold, say) is skipped.
+          mounting = { snapshot: msg, queued: [] };
           const mod = table.game === 'nerts' ? await import('./nerts.js') : await import('./anemone.js');
+          const waited = mounting;
+          mounting = null;
           if (destroyed) return;
+          if (!waited.snapshot.view) { waitingRoom(body, id, table, seat, token); return; }
           fill(body);
           game = mod.mountTable(body, { conn, seat, table, id, token, tableState: state });
           game.kind = table.game;
+          game.snapshot(waited.snapshot);
+          showFinished(table);
+          for (const [kind, queuedMsg] of waited.queued) game[kind](queuedMsg);
+          return;
         }
-        // updates that arrived while the module loaded are already in state: show the latest
-        game.snapshot({ ...msg, view: state.view, legal: state.legal, v: state.v });
+        game.snapshot(msg);
         showFinished(table);
       },
       update(msg) {
         Object.assign(state, { view: msg.view, legal: msg.legal || [], v: msg.v });
-        game?.update(msg);
+        if (mounting) mounting.queued.push(['update', msg]);
+        else game?.update(msg);
       },
       table(msg) {
         table = msg.table; state.table = table;
@@ -165,8 +178,12 @@ export function showTable(main, id, { watch = false } = {}) {
         if (!state.view) waitingRoom(body, id, table, seat, token);
         game?.table(msg.table);
       },
-      hand_over(msg) { state.handOver = msg; game?.handOver(msg); },
-      warning(msg) { game?.warning(msg); },
+      hand_over(msg) {
+        state.handOver = msg;
+        if (mounting) mounting.queued.push(['handOver', msg]);
+        else game?.handOver(msg);
+      },
+      warning(msg) { if (mounting) mounting.queued.push(['warning', msg]); else game?.warning(msg); },
       error(msg) { console.warn('server error', msg.code, msg.reason); if (msg.code) toast(wordRefusal(msg, table?.game), 'error', 4000); },
     };
     conn = new TableConnection(id, token, handlers);
