@@ -16,8 +16,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from cardtable import ratings
 from cardtable.games import game_names
 from cardtable.server import players_schema as ps
-from cardtable.server.accounts import AccountError, current_account, name_key
+from cardtable.server.accounts import AccountError, current_account
 from cardtable.server.guard import error_responses
+from cardtable.server.names import has_control, name_key
 from cardtable.server.store import Store
 
 router = APIRouter(prefix="/api", tags=["players"])
@@ -34,6 +35,13 @@ def _store(request: Request) -> Store:
 def _check_game(game: str) -> None:
     if game not in game_names():
         raise AccountError(422, "game.unknown", f"unknown game {game!r}", game=game)
+
+
+def _check_name(name: str) -> None:
+    """:class:`AccountError` 404 ``player.unknown`` for a name with a control character (no player's name holds
+    one), before it reaches the database (PostgreSQL answers a NUL in text with an error)."""
+    if has_control(name):
+        raise AccountError(404, "player.unknown", "no such player", name=name.encode("unicode_escape").decode())
 
 
 async def _find(conn: AsyncConnection, name: str) -> Any:
@@ -76,6 +84,7 @@ async def player(name: str, request: Request) -> dict[str, Any]:
     "matches"} | null, "history": [{"at", "table", "ordinal"}] (oldest first, the last 200), "matches", "wins",
     "win_rate", "points_per_hand", and for Nerts "nerts_calls", "cards_left_per_hand", for Enemy Anemone
     "anemones"}}}``. Only games played appear. 404 ``player.unknown``."""
+    _check_name(name)
     r, h, p = ps.ratings, ps.rating_history, ps.player_stats
     async with _store(request).engine.connect() as conn:
         found = await _find(conn, name)
@@ -131,6 +140,11 @@ async def player_matches(
     422 ``game.unknown`` or ``player.bad_cursor``; 404 ``player.unknown``."""
     if game is not None:
         _check_game(game)
+    _check_name(name)
+    if before is not None:
+        finished, sep, table_id = before.partition("~")
+        if not sep or has_control(before):
+            raise AccountError(422, "player.bad_cursor", "before: pass the 'next' of the previous page")
     m, a = ps.match_seats, ps.accounts
     async with _store(request).engine.connect() as conn:
         found = await _find(conn, name)
@@ -138,9 +152,6 @@ async def player_matches(
         if game is not None:
             query = query.where(m.c.game == game)
         if before is not None:
-            finished, sep, table_id = before.partition("~")
-            if not sep:
-                raise AccountError(422, "player.bad_cursor", "before: pass the 'next' of the previous page")
             query = query.where(or_(m.c.finished < finished, and_(m.c.finished == finished, m.c.table_id < table_id)))
         query = query.order_by(m.c.finished.desc(), m.c.table_id.desc()).limit(limit + 1)
         rows = (await conn.execute(query)).all()

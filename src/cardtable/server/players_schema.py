@@ -2,7 +2,7 @@
 history, running totals per player and game, the account holding each seat, per-seat match results and the server's keys.
 
 Defined on :data:`cardtable.server.schema.metadata`; kept in step with the ``accounts_0001`` Alembic migration,
-which is what creates them. Times are ISO 8601 UTC strings like ``schema.tables.created``.
+which is what creates them (and ``names_0001``, which adds ``accounts.name_skeleton``). Times are ISO 8601 UTC strings like ``schema.tables.created``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,10 @@ accounts = Table(
     Column("kind", String(8), nullable=False),  # person | bot
     Column("name", String(64), nullable=True),  # NULL once deleted
     Column("name_key", String(128), nullable=True, unique=True),  # NFKC + casefold; NULL for bots and deleted
+    # the UTS #39 skeleton of name_key (server/names.py): unique, so no two accounts look alike; NULL for bots,
+    # deleted accounts and the newer of two look-alikes that existed before the names_0001 migration
+    Column("name_skeleton", String(256), nullable=True),
+    Index("ux_accounts_name_skeleton", "name_skeleton", unique=True),
     Column("password_hash", String(256), nullable=True),
     Column("created", String(32), nullable=False),
     Column("deleted", Integer, nullable=False, default=0),

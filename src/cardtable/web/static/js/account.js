@@ -2,6 +2,7 @@
 // comes back in any browser), their player page, sign out, delete the account. accountNav() is the header's
 // corner: "Sign in", or the player's name and the leaderboards.
 import { h, fill, toast } from './util.js';
+import { bdi } from './names.js';
 import { saveSeat } from './api.js';
 import { loadPlayersWords, tp, refusal, call, whoAmI } from './players_i18n.js';
 
@@ -19,7 +20,7 @@ export function accountNav(navigate) {
     const me = await whoAmI();
     fill(box,
       h('a', { href: '/?leaderboard=nerts', text: tp('nav.leaderboard'), onclick: go(navigate, '/?leaderboard=nerts') }),
-      me ? h('a.me', { href: '/?account=1', text: me.name, title: tp('nav.account'), onclick: go(navigate, '/?account=1') })
+      me ? h('a.me', { href: '/?account=1', title: tp('nav.account'), onclick: go(navigate, '/?account=1') }, bdi(me.name))
         : h('a.signin', { href: '/?account=1', text: tp('nav.sign_in'), onclick: go(navigate, '/?account=1') }));
   })();
   return box;

@@ -7,7 +7,7 @@ import { seatNames, scoreTable, handOverDialog } from './scores.js';
 import { hintsFor, hintBubble } from './hints.js';
 import { api, errorText } from './api.js';
 import { navigate } from './nav.js';
-import { nameOf } from './names.js';
+import { nameOf, bdi } from './names.js';
 
 /**
  * How long a finished trick stays on the table (milliseconds) before the next one shows, unless the player clicks:
@@ -41,14 +41,14 @@ function trickView(entries, discards, names, { winner = null, lowest = null, las
     entries.map((e) => h('div.played' + (e.seat === winner ? '.winner' : '') + (e.seat === lowest ? '.lowest' : ''), { dataset: { seat: String(e.seat) } },
       creatureCard(e.card, { key: last ? undefined : e.card }),
       h('div.pinfo', {},
-        h('span.who', { text: names[e.seat] ?? '' }),
+        h('span.who', {}, bdi(names[e.seat] ?? '')),
         (e.anemones || []).length ? h('span.used', {}, e.anemones.map((f) => anemoneChip(f))) : null,
         e.value !== undefined ? h('span.value', { title: t('anemone.value'), text: t('anemone.value_n', { n: e.value }) }) : null,
         e.seat === winner ? h('span.badge.win', { text: t('anemone.wins_trick') }) : null,
         e.seat === lowest ? h('span.badge.low', { text: t('anemone.takes_anemone') }) : null))),
     (discards || []).map((d) => h('div.played.discarded', { dataset: { seat: String(d.seat) } },
       creatureCard(d.card, { key: last ? undefined : d.card }),
-      h('div.pinfo', {}, h('span.who', { text: names[d.seat] ?? '' }), h('span.badge', { text: t('anemone.discarded') })))));
+      h('div.pinfo', {}, h('span.who', {}, bdi(names[d.seat] ?? '')), h('span.badge', { text: t('anemone.discarded') })))));
 }
 
 /** Every seat's public state, the trick and (when given) every hand: live table and replay viewer alike. */

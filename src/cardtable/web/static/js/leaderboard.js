@@ -2,6 +2,7 @@
 import { h, fill } from './util.js';
 import { loadPlayersWords, tp, refusal, call, num, whoAmI } from './players_i18n.js';
 import { playerLabel } from './player.js';
+import { bdi } from './names.js';
 
 export const GAMES = ['nerts', 'anemone'];
 
@@ -32,7 +33,7 @@ export function showLeaderboard(main, game, navigate) {
         h('th.num', { text: tp('board.rating') }), h('th.num.wide', { text: tp('board.matches') }), h('th.num.wide', { text: tp('board.wins') }))),
       h('tbody', {}, rows.map((r) => h('tr' + (me && r.kind === 'person' && r.name === me.name ? '.mine' : ''), { dataset: { name: r.name } },
         h('td.num', { text: String(r.rank) }),
-        h('td.name', {}, h('a', { href: href(r.name), text: playerLabel(r.name, r.kind), onclick: (e) => { e.preventDefault(); navigate(href(r.name)); } }),
+        h('td.name', {}, h('a', { href: href(r.name), onclick: (e) => { e.preventDefault(); navigate(href(r.name)); } }, bdi(playerLabel(r.name, r.kind))),
           r.kind === 'bot' ? h('span.badge', { text: tp('player.bot') }) : null),
         h('td.num.rating', { text: num(r.ordinal, 1) }),
         h('td.num.wide', { text: String(r.matches) }), h('td.num.wide', { text: String(r.wins) }))))),

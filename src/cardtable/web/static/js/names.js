@@ -50,16 +50,24 @@ export function seatAccount(seat) { return seat && seat.account ? String(seat.ac
 export function playerHref(name) { return `/?player=${encodeURIComponent(name)}`; }
 
 /**
- * A name as an element: a link to the player's page when `account` is set, else plain text.
+ * A name as text isolated from what stands around it (`<bdi>`): a right-to-left name, or one that ends in digits,
+ * never reorders the rest of its line.
+ */
+export function bdi(text) { return h('bdi', { text }); }
+
+/**
+ * A name as an element: a link to the player's page when `account` is set, else plain text; isolated (`<bdi>`)
+ * either way.
  * `newTab`: open the page in a new tab (at a table, so a click does not leave the game).
  */
 export function nameEl(text, account, { newTab = false } = {}) {
-  if (!account) return h('span.pname', { text });
+  if (!account) return h('bdi.pname', { text });
   const href = playerHref(account);
   return h('a.pname.playerlink', newTab
-    ? { href, text, target: '_blank', rel: 'noopener', dataset: { player: account } }
-    : { href, text, dataset: { player: account },
-      onclick: (e) => { if (e.button === 0 && !e.ctrlKey && !e.metaKey && !e.shiftKey) { e.preventDefault(); navigate(href); } } });
+    ? { href, target: '_blank', rel: 'noopener', dataset: { player: account } }
+    : { href, dataset: { player: account },
+      onclick: (e) => { if (e.button === 0 && !e.ctrlKey && !e.metaKey && !e.shiftKey) { e.preventDefault(); navigate(href); } } },
+    bdi(text));
 }
 
 /** A seat's display name as an element (see nameEl). */

@@ -1,6 +1,7 @@
 // A player's page (/?player=NAME): rating per game with its history drawn as an SVG chart, win rate, points per
 // hand, Nerts calls and cards left (Nerts), anemones taken (Enemy Anemone), and recent matches with their replays.
 import { h, fill } from './util.js';
+import { bdi } from './names.js';
 import { tOr, currentLanguage } from './i18n.js';
 import { loadPlayersWords, tp, refusal, call, num } from './players_i18n.js';
 
@@ -80,9 +81,9 @@ function matchRow(m, navigate) {
   const delta = m.ordinal_after !== null && m.ordinal_before !== null ? m.ordinal_after - m.ordinal_before : null;
   const others = m.seats.filter((x) => x.seat !== m.seat).map((x) => {
     const label = x.kind === 'guest' ? (x.name || tp('player.guest')) : playerLabel(x.name, x.kind);
-    if (x.kind === 'guest' || x.kind === 'deleted' || !x.name) return h('span.opp', { text: label });
+    if (x.kind === 'guest' || x.kind === 'deleted' || !x.name) return h('span.opp', {}, bdi(label));
     const href = `/?player=${encodeURIComponent(x.name)}`;
-    return h('a.opp', { href, text: label, onclick: (e) => { e.preventDefault(); navigate(href); } });
+    return h('a.opp', { href, onclick: (e) => { e.preventDefault(); navigate(href); } }, bdi(label));
   });
   const replay = `/?replay=${encodeURIComponent(m.table)}`;
   return h('li.matchrow', { dataset: { table: m.table } },
@@ -132,7 +133,7 @@ export function showPlayer(main, name, navigate) {
         next = older.next; more.hidden = !next;
       } });
     fill(main, h('div.playerpage', {},
-      h('header.playerhead', {}, h('h1', { text: title }), page.kind === 'bot' ? h('span.badge', { text: tp('player.bot') }) : null,
+      h('header.playerhead', {}, h('h1', {}, bdi(title)), page.kind === 'bot' ? h('span.badge', { text: tp('player.bot') }) : null,
         h('span.muted.small', { text: tp('player.since', { date: new Date(page.created).toLocaleDateString(currentLanguage()) }) })),
       h('div.gamepanels', {}, games.length ? games.map(([g, info]) => gamePanel(g, info, title, chartWidth(main, games.length))) : h('section.panel', {}, h('p.muted', { text: tp('player.no_matches') }))),
       h('section.panel', {}, h('h2', { text: tp('player.recent') }), list, more)));
