@@ -217,7 +217,9 @@ async def run(args: argparse.Namespace) -> int:
     port = free_port()
     env = dict(os.environ, CARDTABLE_GRACE_SECONDS="3600", CARDTABLE_MAX_SOCKETS_PER_ADDRESS="100000",
                CARDTABLE_CREATES_PER_MINUTE="100000", CARDTABLE_CREATE_BURST="100000",
-               CARDTABLE_MAX_CONNECTIONS_PER_ADDRESS_PER_TABLE="1000", CARDTABLE_MAX_CONNECTIONS_PER_ADDRESS="100000")
+               CARDTABLE_MAX_CONNECTIONS_PER_ADDRESS_PER_TABLE="1000", CARDTABLE_MAX_CONNECTIONS_PER_ADDRESS="100000",
+               CARDTABLE_JOINS_PER_MINUTE="100000", CARDTABLE_JOIN_BURST="100000",
+               CARDTABLE_MAX_SEATS_PER_ADDRESS="100000", CARDTABLE_CHOSEN_SEEDS="1")  # tables dealt by their seeds (unrated)
     server = subprocess.Popen([sys.executable, "-m", "cardtable", "serve", "--port", str(port),
                                "--db", f"sqlite+aiosqlite:///{tmp}/soak.db"], env=env, stderr=subprocess.PIPE)
     try:

@@ -82,7 +82,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     folder = tmp_path_factory.mktemp("fairness")
     srv = start_server(f"sqlite+aiosqlite:///{folder / 'fair.db'}", log=folder / "serve.log", env={
         "CARDTABLE_CREATES_PER_MINUTE": "1000000", "CARDTABLE_CREATE_BURST": "1000000",
-        "CARDTABLE_MAX_SOCKETS_PER_ADDRESS": "100000", "CARDTABLE_MAX_CONNECTIONS_PER_ADDRESS": "100000"})
+        "CARDTABLE_MAX_SOCKETS_PER_ADDRESS": "100000", "CARDTABLE_MAX_CONNECTIONS_PER_ADDRESS": "100000",
+        "CARDTABLE_JOINS_PER_MINUTE": "1000000", "CARDTABLE_JOIN_BURST": "1000000",
+        "CARDTABLE_MAX_SEATS_PER_ADDRESS": "1000000",
+        "CARDTABLE_CHOSEN_SEEDS": "1"})  # each race's table is dealt by its seed (unrated)
     yield srv
     srv.stop()
 

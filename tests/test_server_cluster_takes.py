@@ -21,7 +21,7 @@ from cardtable.server.store import Store
 from cardtable.server.table import Settings, Table
 from services import Postgres, new_database
 
-SETTINGS = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)
+SETTINGS = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0, chosen_seeds=1)  # seeded deals
 
 
 @pytest.fixture

@@ -40,11 +40,18 @@ def serve(
     """Host tables for people and bots: the lobby and both games at http://HOST:PORT/. Every setting is also an
     option (below, "Settings") and an environment variable (docs/deploy.md); an option wins over its variable."""
     from cardtable.server.app import serve as run_server
+    from cardtable.server.guard import trusted_networks
     from cardtable.server.settings import settings_from_env
 
+    values = settings_from_env(**given(settings))
+    try:
+        trusted_networks(values.forwarded_allow_ips)
+    except ValueError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(2) from None
     shown = f"[{host}]" if ":" in host else host
     console.print(f"cardtable: open [bold]http://{shown}:{port}/[/bold] in your browser (Ctrl+C stops the server)")
-    run_server(host=host, port=port, db=db, redis=redis, settings=settings_from_env(**given(settings)))
+    run_server(host=host, port=port, db=db, redis=redis, settings=values)
 
 
 def _print_result(result: ReplayResult, seats: list[records.Seat]) -> None:

@@ -119,6 +119,8 @@ CODES: dict[str, str] = {
     "table.not_finished": "The game is not finished: its record is published at the end",
     "seat.no_such": "There is no such seat at this table",
     "seat.taken": "That seat is taken",
+    "seat.account_held": "You already have a seat at this table",
+    "table.seed_not_allowed": "Only a table of one person and bots may have a chosen seed",
     "token.bad": "This link no longer holds a seat at this table",
     # -- limits (docs/protocol.md, "Limits"; docs/deploy.md) ----------------------------------------------------
     "connection.seat_limit": "This seat already has {limit} connections",
@@ -129,6 +131,8 @@ CODES: dict[str, str] = {
     "request.head_too_large": "The request's headers are too large: at most {limit} bytes",
     "table.create_limit": "Too many new tables from your address: at most {rate} a minute",
     "lobby.read_limit": "Too many lobby requests from your address: wait {retry_after_s} seconds",
+    "table.join_limit": "Too many joins from your address: wait {retry_after_s} seconds",
+    "table.seat_limit": "Your address already holds {limit} seats: leave one first",
     # -- accounts and players (docs/protocol.md, "Accounts and players") ------------------------------------
     "account.name_invalid": "A name has 1 to {max} characters: letters, digits, spaces and - _ . '",
     "account.name_taken": "That name is taken",
@@ -139,6 +143,8 @@ CODES: dict[str, str] = {
     "account.cross_origin": "That request came from another site",
     "player.unknown": "There is no player of that name",
     "player.bad_cursor": "That page of matches is not known",
+    "name.invisible": "A name may not hold invisible characters, controls or characters that turn the writing around",
+    "name.reserved": "That name is kept for bots and the table's own words: choose another",
 }
 """Every refusal code and its English template, ``{param}`` placeholders filled from the refusal's params."""
 
@@ -222,6 +228,8 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "table.not_finished": (),
     "seat.no_such": ("seat", "seats"),
     "seat.taken": ("seat",),
+    "seat.account_held": ("seat",),
+    "table.seed_not_allowed": (),
     "token.bad": (),
     "connection.seat_limit": ("limit",),
     "connection.address_limit": ("limit",),
@@ -231,6 +239,8 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "request.head_too_large": ("limit",),
     "table.create_limit": ("rate",),
     "lobby.read_limit": ("rate", "retry_after_s"),
+    "table.join_limit": ("rate", "retry_after_s"),
+    "table.seat_limit": ("limit",),
     "account.name_invalid": ("max", "char"),
     "account.name_taken": ("name",),
     "account.password_invalid": ("min", "max"),
@@ -240,6 +250,8 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "account.cross_origin": (),
     "player.unknown": ("name",),
     "player.bad_cursor": (),
+    "name.invisible": ("char",),
+    "name.reserved": ("name",),
 }
 """The params each code carries, always all of them (a template shows some; the rest are for programs)."""
 

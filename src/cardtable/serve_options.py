@@ -25,7 +25,8 @@ def with_setting_options(command: F) -> F:
     parameters = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
     for field in dataclasses.fields(Settings):
         kind = type(field.default)
-        help_text = f"{HELP[field.name]} (env {env_name(field.name)}, default {field.default})"
+        default = "none" if field.default == "" else field.default  # a text setting left empty
+        help_text = f"{HELP[field.name]} (env {env_name(field.name)}, default {default})"
         option = typer.Option(option_name(field.name), help=help_text, show_default=False, rich_help_panel="Settings")
         parameters.append(inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, default=None,
                                             annotation=Annotated[kind | None, option]))

@@ -68,6 +68,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "CARDTABLE_CREATE_BURST": "100000",
         "CARDTABLE_LOBBY_READS_PER_SECOND": "100000",  # and reads every test's lobby lists
         "CARDTABLE_LOBBY_READ_BURST": "100000",
+        "CARDTABLE_JOINS_PER_MINUTE": "100000",  # and takes every test's seats
+        "CARDTABLE_JOIN_BURST": "100000",
+        "CARDTABLE_MAX_SEATS_PER_ADDRESS": "100000",
+        "CARDTABLE_SIGN_INS_PER_ADDRESS": "100000",
+        "CARDTABLE_CHOSEN_SEEDS": "1",  # tests deal known hands at tables of two people (unrated)
         "CARDTABLE_PLAY_NOW_START": "3",
     })
     with open(log, "w") as out:

@@ -3,8 +3,9 @@ delete, and the seats a signed-in player holds.
 
 Accounts are optional: guests play exactly as before. A password is stored only as an Argon2 hash (argon2-cffi);
 a session is a random id in an HttpOnly, SameSite=Lax cookie (``Secure`` over HTTPS) whose SHA-256 is stored.
-Failed sign-ins are limited per name and per address. Names are unique after NFKC normalisation and case
-folding, 1 to 24 characters. Every request that changes state with the cookie must come from the page's own
+Failed sign-ins are limited per name and address pair (nobody else's failures lock an account) and per address,
+successful ones per address; Argon2 runs a few checks at a time (:class:`PasswordChecks`). What a name may be is ``server/names.py``:
+names are unique after NFKC normalisation and case folding, and by their UTS #39 confusable skeleton. Every request that changes state with the cookie must come from the page's own
 origin (``Origin``, else ``Sec-Fetch-Site``), so another site cannot act for a signed-in player.
 
 A signed-in player's seat is tied to the account: its token is derived from a server key, the table, the seat and
@@ -17,15 +18,15 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import concurrent.futures
 import functools
 import hashlib
 import hmac
 import logging
 import secrets
 import time
-import unicodedata
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
@@ -35,13 +36,16 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, insert, or_, select, update
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
 
 from cardtable import bots
 from cardtable.games import game_names
 from cardtable.server import players_schema as ps
-from cardtable.server.guard import error_responses
+from cardtable.server import schema
+from cardtable.server.guard import client_address, error_responses, own_origin, parse_origin
+from cardtable.server.names import NameRefused, check_name, has_control, name_key, name_skeleton
 from cardtable.server.store import Store
 from cardtable.server.tokens import hash_token
 
@@ -59,23 +63,70 @@ COOKIE = "ct_session"
 SESSION_DAYS = 30
 """A session lasts this many days."""
 
-NAME_MAX = 24
-"""Most characters in a name (after NFKC normalisation)."""
-
 PASSWORD_MIN, PASSWORD_MAX = 8, 200
 """Password length bounds, in characters."""
 
 MAX_FAILURES_PER_NAME = 5
 MAX_FAILURES_PER_ADDRESS = 20
 FAILURE_WINDOW_S = 15 * 60.0
-"""Failed sign-ins allowed per name and per address within the window (seconds) before ``429``."""
+"""Failed sign-ins allowed within the window (seconds) before ``429``: for one name from one address (so that
+nobody's failures from elsewhere lock an account), and from one address over all names."""
 
 MAX_SIGN_UPS_PER_ADDRESS = 20
 """Accounts one address may make within the same window (each costs an Argon2 hash)."""
 
-_NAME_PUNCTUATION = set(" -_.'")
 _hasher = PasswordHasher()
 """Argon2id with argon2-cffi's default (RFC 9106 low-memory) parameters."""
+
+
+class PasswordChecks:
+    """Argon2 work (hashing and checking passwords) off the event loop, at most ``concurrency`` at once in threads
+    of its own (``Settings.argon2_concurrency``): each takes about 64 MiB and a core for some 50 ms, so the
+    others wait in line instead of filling the default thread pool. ``ValueError`` for ``concurrency`` below 1."""
+
+    def __init__(self, concurrency: int) -> None:
+        if concurrency < 1:
+            raise ValueError(f"argon2_concurrency must be at least 1, not {concurrency}")
+        self.concurrency = concurrency
+        self._executor = concurrent.futures.ThreadPoolExecutor(concurrency, thread_name_prefix="cardtable-argon2")
+
+    async def hash(self, password: str) -> str:
+        """The Argon2id hash of ``password``."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, _hasher.hash, password)
+
+    async def verify(self, password_hash: str | None, password: str) -> bool:
+        """Whether ``password`` matches ``password_hash``; with ``None`` (no such account) a hash made for the
+        purpose is checked, so that an unknown name takes as long to refuse as a wrong password."""
+        return await asyncio.get_running_loop().run_in_executor(self._executor, _verify, password_hash, password)
+
+    def close(self) -> None:
+        """Let the threads go once the checks running end."""
+        self._executor.shutdown(wait=False)
+
+
+def _verify(password_hash: str | None, password: str) -> bool:
+    try:
+        return bool(_hasher.verify(password_hash or _dummy_hash(), password))
+    except (VerificationError, InvalidHashError):
+        return False
+
+
+def password_checks(request: Request) -> PasswordChecks:
+    """The app's :class:`PasswordChecks` (made on first use, sized by its settings' ``argon2_concurrency``)."""
+    checks: PasswordChecks | None = getattr(request.app.state, "password_checks", None)
+    if checks is None:
+        settings = getattr(request.app.state, "settings", None)
+        concurrency = getattr(settings, "argon2_concurrency", DEFAULT_ARGON2_CONCURRENCY)
+        checks = request.app.state.password_checks = PasswordChecks(concurrency)
+    return checks
+
+
+DEFAULT_ARGON2_CONCURRENCY = 2
+"""Argon2 checks at once when the app has no settings (``Settings.argon2_concurrency``)."""
+
+DEFAULT_SIGN_INS_PER_ADDRESS = 30
+"""Successful sign-ins per address within :data:`FAILURE_WINDOW_S` when the app has no settings
+(``Settings.sign_ins_per_address``)."""
 
 
 @functools.cache
@@ -108,7 +159,9 @@ def now_iso() -> str:
 # -- names --------------------------------------------------------------------------------------------------
 
 def reserved_names() -> set[str]:
-    """Name keys people may not take: every bot spec and bot family (bots are players on the leaderboards)."""
+    """Name keys of the bots' own accounts (every bot spec and bot family): bots are players on the leaderboards.
+    Which names people may not take is :func:`cardtable.server.names.reserved`; this is kept for callers that
+    want the bots' keys."""
     out = {"bot", "guest", "deleted"}
     for game in game_names():
         for info in bots.bot_infos(game):
@@ -117,34 +170,25 @@ def reserved_names() -> set[str]:
     return out
 
 
-def name_key(name: str) -> str:
-    """The form names are compared in: NFKC, case folded, NFKC again (``"ＡＮＡ"`` and ``"ana"`` are one name)."""
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", name).casefold())
-
-
-def clean_name(raw: str) -> str:
-    """The name as stored (NFKC, trimmed); :class:`AccountError` 422 ``account.name_invalid`` for one that is empty, too
-    long, has characters other than letters, marks, digits and `` -_.'``, or a double space."""
-    name = unicodedata.normalize("NFKC", raw).strip()
-    if not 1 <= len(name) <= NAME_MAX:
-        raise AccountError(422, "account.name_invalid", f"a name has 1 to {NAME_MAX} characters", max=NAME_MAX,
-                           char=None)
-    for ch in name:
-        if unicodedata.category(ch)[0] not in "LMN" and ch not in _NAME_PUNCTUATION:
-            raise AccountError(422, "account.name_invalid", f"a name may not contain {ch!r}", char=ch, max=NAME_MAX)
-    if "  " in name:
-        raise AccountError(422, "account.name_invalid", "a name may not contain two spaces in a row", max=NAME_MAX,
-                           char=None)
-    return name
+def clean_name(raw: str, *, guest: bool = False) -> str:
+    """The name as stored (NFKC, trimmed) by the one rule for names (:func:`cardtable.server.names.check_name`:
+    ``guest`` for a guest's seat name); :class:`AccountError` 422 with its code (``account.name_invalid``,
+    ``name.invisible``, ``name.reserved``) and params for a name it refuses."""
+    try:
+        return check_name(raw, guest=guest)
+    except NameRefused as error:
+        raise AccountError(422, error.code, error.detail, **error.params) from None
 
 
 # -- the sign-in limiter --------------------------------------------------------------------------------------
 
 class Limiter:
-    """Failed sign-ins per key (a name key, an address) in a sliding window of ``window_s`` seconds."""
+    """Failed sign-ins per key (a name key, an address) in a sliding window of ``window_s`` seconds, read from
+    ``clock`` (seconds, monotonic; tests pass their own)."""
 
-    def __init__(self, window_s: float = FAILURE_WINDOW_S) -> None:
+    def __init__(self, window_s: float = FAILURE_WINDOW_S, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.window_s = window_s
+        self.clock = clock
         self._failures: dict[str, deque[float]] = {}
 
     def _recent(self, key: str, now: float) -> deque[float]:
@@ -155,7 +199,7 @@ class Limiter:
 
     def wait_s(self, key: str, limit: int) -> int:
         """Seconds until ``key`` may try again (0: now)."""
-        now = time.monotonic()
+        now = self.clock()
         times = self._recent(key, now)
         if len(times) < limit:
             if not times:
@@ -165,7 +209,7 @@ class Limiter:
 
     def fail(self, key: str) -> None:
         """Count one failure for ``key``."""
-        now = time.monotonic()
+        now = self.clock()
         self._recent(key, now).append(now)
         if len(self._failures) > 100_000:  # bounded memory: forget the quietest keys
             for old in [k for k, v in self._failures.items() if not v][:50_000]:
@@ -214,13 +258,13 @@ def _limiter(request: Request) -> Limiter | SharedLimiter:
 
 
 def same_origin(request: Request) -> bool:
-    """True unless the request says it comes from another site: an ``Origin`` whose host is not this ``Host``,
+    """True unless the request says it comes from another site: an ``Origin`` whose scheme, host and port are not
+    this request's own (``guard.own_origin``: its scheme, https behind a trusted proxy that says so, and ``Host``),
     or, without ``Origin``, ``Sec-Fetch-Site: cross-site``. Clients that are not browsers send neither."""
     origin = request.headers.get("origin")
     if origin is not None:
-        host = request.headers.get("host", "")
-        _, _, rest = origin.partition("://")
-        return origin != "null" and rest.rstrip("/") == host
+        theirs = parse_origin(origin)
+        return theirs is not None and theirs == own_origin(request)
     return request.headers.get("sec-fetch-site", "same-origin") != "cross-site"
 
 
@@ -294,36 +338,40 @@ def _me(account: Account) -> dict[str, Any]:
 @router.post("/accounts", status_code=201, responses=error_responses(403, 409, 413, 422, 429))
 async def sign_up(body: Credentials, request: Request, response: Response) -> dict[str, Any]:
     """Make an account and sign in: ``{"id", "name"}`` and the session cookie. Refusals: 429 ``account.rate_limited``
-    (too many accounts from one address), 422 ``account.name_invalid``,
-    ``account.password_invalid``; 409 ``account.name_taken``; 403 ``account.cross_origin``."""
+    (too many accounts from one address), 422 ``account.name_invalid``, ``name.invisible``, ``name.reserved``
+    (``server/names.py``), ``account.password_invalid``; 409 ``account.name_taken`` (the name, or one that looks
+    like it: the same UTS #39 skeleton, unique in the database); 403 ``account.cross_origin``."""
     check_origin(request, always=True)
-    address = "signup:" + (request.client.host if request.client else "?")
+    address = "signup:" + client_address(request)
     limiter = _limiter(request)
     wait = await limiter.check(address, MAX_SIGN_UPS_PER_ADDRESS)
     if wait:
         raise AccountError(429, "account.rate_limited", f"too many new accounts: try again in {wait} s",
                            retry_after_s=wait)
     name = clean_name(body.name)
-    key = name_key(name)
+    key, skeleton = name_key(name), name_skeleton(name)
     if key in reserved_names():
         raise AccountError(409, "account.name_taken", f"the name {name!r} is taken", name=name)
     if not PASSWORD_MIN <= len(body.password) <= PASSWORD_MAX:
         raise AccountError(422, "account.password_invalid", f"a password has {PASSWORD_MIN} to {PASSWORD_MAX} characters",
                            min=PASSWORD_MIN, max=PASSWORD_MAX)
     await limiter.note_failure(address)
-    password_hash = await asyncio.to_thread(_hasher.hash, body.password)
+    password_hash = await password_checks(request).hash(body.password)
     made: list[int] = []
 
     def fn(conn: Connection) -> None:
         a = ps.accounts
-        if conn.execute(select(a.c.id).where(a.c.name_key == key)).first() is not None:
+        if conn.execute(select(a.c.id).where(or_(a.c.name_key == key, a.c.name_skeleton == skeleton))).first():
             return
-        result = conn.execute(insert(a).values(kind="person", name=name, name_key=key, password_hash=password_hash,
-                                               created=now_iso(), deleted=0))
+        result = conn.execute(insert(a).values(kind="person", name=name, name_key=key, name_skeleton=skeleton,
+                                               password_hash=password_hash, created=now_iso(), deleted=0))
         made.append(int(result.inserted_primary_key[0]))  # type: ignore[index]
 
     store = _store(request)
-    await store.write(fn)
+    try:
+        await store.write(fn)
+    except IntegrityError:  # the same name or a look-alike, taken meanwhile through another server process
+        made.clear()
     if not made:
         raise AccountError(409, "account.name_taken", f"the name {name!r} is taken", name=name)
     _set_cookie(request, response, await _new_session(store, made[0]))
@@ -333,31 +381,43 @@ async def sign_up(body: Credentials, request: Request, response: Response) -> di
 @router.post("/session", responses=error_responses(401, 403, 413, 422, 429))
 async def sign_in(body: Credentials, request: Request, response: Response) -> dict[str, Any]:
     """Sign in: ``{"id", "name"}`` and the session cookie. Refusals: 401 ``account.bad_credentials`` (unknown name or
-    wrong password, the same answer for both), 429 ``account.rate_limited`` (``retry_after_s``), 403 ``account.cross_origin``."""
+    wrong password, the same answer for both), 429 ``account.rate_limited`` (``retry_after_s``), 403 ``account.cross_origin``.
+
+    Limits, each within :data:`FAILURE_WINDOW_S` and checked before any password: :data:`MAX_FAILURES_PER_NAME`
+    failures for one name from one address (failures from other addresses never lock the account),
+    :data:`MAX_FAILURES_PER_ADDRESS` failures from one address, and ``Settings.sign_ins_per_address`` successful
+    sign-ins from one address. Passwords are checked by :class:`PasswordChecks`, a few at a time. 422
+    ``name.invisible`` for a name with a control character (no account's name holds one)."""
     check_origin(request, always=True)
+    if has_control(body.name):  # checked before the database: PostgreSQL answers a NUL in text with an error
+        raise AccountError(422, "name.invisible", "a name may not contain a control character", char=None)
     limiter = _limiter(request)
     key = name_key(body.name.strip())[:200]
-    address = request.client.host if request.client else "?"
-    wait = max(await limiter.check("name:" + key, MAX_FAILURES_PER_NAME),
+    address = client_address(request)
+    pair = f"pair:{address}|{key}"
+    settings = getattr(request.app.state, "settings", None)
+    max_sign_ins = getattr(settings, "sign_ins_per_address", DEFAULT_SIGN_INS_PER_ADDRESS)
+    wait = max(await limiter.check(pair, MAX_FAILURES_PER_NAME),
                await limiter.check("addr:" + address, MAX_FAILURES_PER_ADDRESS))
     if wait:
         raise AccountError(429, "account.rate_limited", f"too many failed sign-ins: try again in {wait} s",
+                           retry_after_s=wait)
+    wait = await limiter.check("signin:" + address, max_sign_ins)
+    if wait:
+        raise AccountError(429, "account.rate_limited", f"too many sign-ins from your address: try again in {wait} s",
                            retry_after_s=wait)
     a = ps.accounts
     store = _store(request)
     async with store.engine.connect() as conn:
         row = (await conn.execute(select(a.c.id, a.c.name, a.c.password_hash)
                                   .where(a.c.name_key == key, a.c.kind == "person", a.c.deleted == 0))).first()
-    ok: bool
-    try:
-        ok = await asyncio.to_thread(_hasher.verify, row.password_hash if row else _dummy_hash(), body.password)
-    except (VerificationError, InvalidHashError):
-        ok = False
+    ok = await password_checks(request).verify(row.password_hash if row else None, body.password)
     if row is None or not ok:
-        await limiter.note_failure("name:" + key)
+        await limiter.note_failure(pair)
         await limiter.note_failure("addr:" + address)
         raise AccountError(401, "account.bad_credentials", "wrong name or password")
-    await limiter.forget("name:" + key)
+    await limiter.note_failure("signin:" + address)  # counts a success
+    await limiter.forget(pair)
     _set_cookie(request, response, await _new_session(store, row.id))
     return _me(Account(row.id, row.name))
 
@@ -396,20 +456,31 @@ async def me(request: Request) -> dict[str, Any]:
 @router.delete("/me", status_code=204, responses=error_responses(401, 403))
 async def delete_me(request: Request) -> Response:
     """Delete the signed-in account: its name is freed, its password, sessions and ratings go; its matches stay,
-    shown as a deleted player. 401 ``account.not_signed_in``, 403 ``account.cross_origin``."""
+    shown as a deleted player. Its seats at tables open or in play are untied from it (their tokens still hold
+    them, as a guest's: a match it was playing is never rated for it). 401 ``account.not_signed_in``, 403
+    ``account.cross_origin``."""
     check_origin(request)
     account = await require_account(request)
+    store = _store(request)
+    held = await seats_of_account(store, account.id)
 
     def fn(conn: Connection) -> None:
+        conn.execute(delete(ps.seat_accounts).where(ps.seat_accounts.c.account_id == account.id))
         conn.execute(delete(ps.sessions).where(ps.sessions.c.account_id == account.id))
         conn.execute(delete(ps.ratings).where(ps.ratings.c.account_id == account.id))
         conn.execute(delete(ps.rating_history).where(ps.rating_history.c.account_id == account.id))
         conn.execute(delete(ps.player_stats).where(ps.player_stats.c.account_id == account.id))
         conn.execute(update(ps.match_seats).where(ps.match_seats.c.account_id == account.id).values(name=None))
         conn.execute(update(ps.accounts).where(ps.accounts.c.id == account.id)
-                     .values(name=None, name_key=None, password_hash=None, deleted=1))
+                     .values(name=None, name_key=None, name_skeleton=None, password_hash=None, deleted=1))
 
-    await _store(request).write(fn)
+    await store.write(fn)
+    live = getattr(request.app.state.manager, "tables", {})
+    for table_id, seat in held.items():  # the marks of the seats played here (others go with their owner's restart)
+        table = live.get(table_id)
+        if table is not None and seat < len(table.seats):
+            table.seats[seat].account = None
+            table.announce()
     response = Response(status_code=204)
     _clear_cookie(request, response)
     return response
@@ -442,6 +513,19 @@ def _seat_token(key: bytes, table_id: str, seat: int, account_id: int) -> str:
     return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
+async def holding_accounts(store: Store, table_id: str, token_hashes: Mapping[int, str | None]) -> dict[int, int]:
+    """``{seat: account id}`` of the seats of ``table_id`` an account holds now: its ``seat_accounts`` row names
+    an account that is not deleted, and the seat's token hash (``token_hashes``, by seat) is still that account's
+    derived token (a seat left and taken by someone else is nobody's account). What a match's results go by."""
+    sa, a = ps.seat_accounts, ps.accounts
+    async with store.engine.connect() as conn:
+        rows = (await conn.execute(select(sa.c.seat, sa.c.account_id).join(a, a.c.id == sa.c.account_id)
+                                   .where(sa.c.table_id == table_id, a.c.deleted == 0))).all()
+    key = await _seat_key(store)
+    return {row.seat: row.account_id for row in rows
+            if token_hashes.get(row.seat) == hash_token(_seat_token(key, table_id, row.seat, row.account_id))}
+
+
 async def bind_seat(request: Request, table: Table | RemoteTable, seat: int,
                     token: str) -> tuple[Table | RemoteTable, str]:
     """Tie ``seat`` at ``table``, just taken with ``token``, to the signed-in account (if any): the seat takes
@@ -449,7 +533,8 @@ async def bind_seat(request: Request, table: Table | RemoteTable, seat: int,
     process as its owner now shows it) and the token that holds the seat (a guest's ``token`` comes back
     unchanged). A cookie sent from another site is not honoured: that seat stays a guest's. With several server
     processes the owner of the table binds it (``Manager.operate``); should the owner not answer, the seat stays
-    a guest's and keeps ``token``."""
+    a guest's and keeps ``token``. ``TableError`` 409 ``seat.account_held`` when the account already holds another
+    seat at the table (the caller gives ``seat`` up again: ``lobby.py``)."""
     if COOKIE not in request.cookies or not same_origin(request):
         return table, token
     account = await current_account(request)
@@ -464,24 +549,77 @@ async def bind_seat(request: Request, table: Table | RemoteTable, seat: int,
     try:
         done = await request.app.state.manager.operate("bind", table.id, args)
     except TableError as error:
+        if error.code == "seat.account_held":
+            raise
         log.warning("table %s: seat %d not tied to account %d: %s", table.id, seat, account.id, error)
         return table, token
     return RemoteTable(done["table"]), str(done["token"])
+
+
+def signed_in(request: Request) -> bool:
+    """Whether the request may act for a session's account at all: it carries the cookie and is not from another
+    site (:func:`bind_seat` honours no other)."""
+    return COOKIE in request.cookies and same_origin(request)
+
+
+def account_seat(key: bytes, table: Table, account_id: int, but: int | None = None) -> int | None:
+    """The seat (other than ``but``) that ``account_id`` holds at the live ``table`` now: a person's seat whose
+    token hash is the account's derived token for it (so a seat left and taken by someone else is not the
+    account's), else ``None``. ``key``: :func:`_seat_key`."""
+    for state in table.seats:
+        number = state.row.seat
+        if number != but and state.row.kind == "person" and state.row.token_hash == hash_token(
+                _seat_token(key, table.id, number, account_id)):
+            return number
+    return None
+
+
+async def seats_of_account(store: Store, account_id: int, table_ids: list[str] | None = None) -> dict[str, int]:
+    """``{table id: seat}`` of the seats tied to ``account_id`` (its ``seat_accounts`` rows) at tables open or in
+    play, or only at ``table_ids``. Leaving a seat before the start unbinds it, so these are the seats it holds."""
+    sa, t = ps.seat_accounts, schema.tables
+    query = (select(sa.c.table_id, sa.c.seat).join(t, t.c.id == sa.c.table_id)
+             .where(sa.c.account_id == account_id, t.c.status.in_(("open", "playing"))))
+    if table_ids is not None:
+        query = query.where(sa.c.table_id.in_(table_ids))
+    async with store.engine.connect() as conn:
+        return {row.table_id: row.seat for row in (await conn.execute(query)).all()}
+
+
+def unbind_seat(store: Store, table: Table, seat: int) -> Any:
+    """Untie ``seat`` at ``table`` from its account (on the table's owner: the seat was left before the start):
+    forget the mark and delete its ``seat_accounts`` row. Returns the write's future (await it)."""
+    table.seats[seat].account = None
+    sa = ps.seat_accounts
+
+    def fn(conn: Connection) -> None:
+        conn.execute(delete(sa).where(sa.c.table_id == table.id, sa.c.seat == seat))
+
+    return store.write(fn)
 
 
 async def bind_seat_here(store: Store, table: Table, args: Mapping[str, Any]) -> str:
     """:func:`bind_seat` on the table's owner: ``args`` holds the ``seat``, the ``token`` it was just taken with,
     and the signed-in ``account_id`` and ``account_name``. The seat's name and token hash become the account's
     (stored, with its ``seat_accounts`` row) and a ``table`` message says so. Returns the token that now holds
-    the seat: the account's derived token, or ``token`` if the seat no longer holds it (left and taken again)."""
+    the seat: the account's derived token, or ``token`` if the seat no longer holds it (left and taken again).
+    ``TableError`` 409 ``seat.account_held`` (nothing changed) when the account holds another seat at the table:
+    one account, one seat, so that nobody plays against themself for a rating."""
+    from cardtable.server.table import TableError
+
     seat, token = int(args["seat"]), str(args["token"])
     account = Account(int(args["account_id"]), str(args["account_name"]))
-    derived = _seat_token(await _seat_key(store), table.id, seat, account.id)
+    key = await _seat_key(store)
+    derived = _seat_token(key, table.id, seat, account.id)
 
     async def go() -> str:
         row = table.seats[seat].row
         if row.kind != "person" or row.token_hash != hash_token(token):
             return token
+        other = account_seat(key, table, account.id, but=seat)
+        if other is not None:
+            raise TableError(409, "seat.account_held", f"you already hold seat {other} at this table",
+                             {"seat": other})
         row.name, row.token_hash = account.name, hash_token(derived)
         table.seats[seat].account = (row.token_hash, account.name)
         await store.update_seat(table.id, row)
@@ -556,12 +694,18 @@ async def my_seats(request: Request) -> list[dict[str, Any]]:
     last published it)."""
     account = await require_account(request)
     store = _store(request)
-    sa = ps.seat_accounts
-    async with store.engine.connect() as conn:
-        rows = (await conn.execute(select(sa.c.table_id, sa.c.seat).where(sa.c.account_id == account.id)
-                                   .order_by(sa.c.table_id, sa.c.seat))).all()
+    sa, t = ps.seat_accounts, schema.tables
+    async with store.engine.connect() as conn:  # one query for every seat, whatever their number
+        rows = (await conn.execute(
+            select(sa.c.table_id, sa.c.seat).join(t, t.c.id == sa.c.table_id)
+            .where(sa.c.account_id == account.id, t.c.status.in_(("open", "playing")))
+            .order_by(sa.c.table_id, sa.c.seat))).all()
     key = await _seat_key(store)
     manager = request.app.state.manager
+    elsewhere = sorted({row.table_id for row in rows if row.table_id not in manager.tables})
+    stored = {r.id: r for r in await store.load_tables(table_ids=elsewhere, statuses=("open", "playing"))} \
+        if elsewhere else {}
+    shown = await manager.stored_dicts(list(stored.values()))
     out = []
     for row in rows:
         token = _seat_token(key, row.table_id, row.seat, account.id)
@@ -571,12 +715,8 @@ async def my_seats(request: Request) -> list[dict[str, Any]]:
                 continue
             out.append({"table": table.to_dict(), "seat": row.seat, "token": token})
             continue
-        stored = await store.load_tables(table_id=row.table_id, statuses=("open", "playing"))
-        if not stored or row.seat >= len(stored[0].seats) or stored[0].seats[row.seat].token_hash != hash_token(token):
+        found = stored.get(row.table_id)
+        if found is None or row.seat >= len(found.seats) or found.seats[row.seat].token_hash != hash_token(token):
             continue  # over, or the seat was left and taken by someone else
-        try:
-            shown = await manager.table_dict(row.table_id)
-        except Exception:  # gone meanwhile
-            continue
-        out.append({"table": shown, "seat": row.seat, "token": token})
+        out.append({"table": shown[row.table_id], "seat": row.seat, "token": token})
     return out

@@ -30,9 +30,11 @@ from cardtable.server.counters import SharedLimiter
 from cardtable.server.guard import (
     AddressBuckets,
     BodyGuard,
+    SecurityHeaders,
     describe_validation_errors,
     error_body,
     guarded_h11,
+    trusted_networks,
 )
 from cardtable.server.lobby import router
 from cardtable.server.manager import Manager
@@ -103,6 +105,8 @@ def create_app(db: str | None = None, settings: Settings | None = None, redis: s
         )
 
     app.add_middleware(BodyGuard, max_body_bytes=settings.max_body_bytes, max_header_bytes=settings.max_header_bytes)
+    docs = tuple(path for path in (app.docs_url, app.redoc_url, app.swagger_ui_oauth2_redirect_url) if path)
+    app.add_middleware(SecurityHeaders, docs_paths=docs)  # added last: outermost, so BodyGuard's refusals get them too
 
     app.include_router(router)
     app.include_router(accounts.router)
@@ -129,17 +133,22 @@ and no further (``bench/soak.py``; figures in ``docs/deploy.md``)."""
 
 def uvicorn_config(app: FastAPI, host: str, port: int, settings: Settings) -> Any:
     """The ``uvicorn.Config`` that :func:`serve` runs: the h11 protocol with the per-address cap and request timeout
-    of ``settings`` (``server/guard.py``), its header size and keep-alive, WebSocket frames of at most 16 KiB, and
-    uvicorn's WebSocket protocol with burst sends (``server/ws_protocol.py``)."""
+    of ``settings`` (``server/guard.py``), its header size and keep-alive, WebSocket frames of at most 16 KiB,
+    uvicorn's WebSocket protocol with burst sends (``server/ws_protocol.py``), and ``X-Forwarded-For`` and
+    ``X-Forwarded-Proto`` read only from the proxies of ``forwarded_allow_ips`` (uvicorn's own default would believe
+    them from 127.0.0.1, so any local client could pick its address). ``ValueError`` for a ``forwarded_allow_ips``
+    item that is not an IP address or network."""
     import uvicorn
 
     from cardtable.server.ws_protocol import BurstWebSockets
 
+    proxies = trusted_networks(settings.forwarded_allow_ips)
     return uvicorn.Config(
         app, host=host, port=port, log_level="warning",
-        http=guarded_h11(settings.max_connections_per_address, settings.request_timeout_s),
+        http=guarded_h11(settings.max_connections_per_address, settings.request_timeout_s, proxies),
         h11_max_incomplete_event_size=settings.max_header_bytes, timeout_keep_alive=settings.keep_alive_s,
         ws_max_size=16 * 1024, ws=BurstWebSockets,
+        proxy_headers=bool(proxies), forwarded_allow_ips=[str(network) for network in proxies],
     )
 
 

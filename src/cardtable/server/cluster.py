@@ -5,9 +5,11 @@ Each process started with ``--redis`` builds one :class:`Cluster`. It
 - owns tables through Redis leases (``server/lease.py``) fenced at the database (``Store.take``, ``Store.fences``):
   a table is taken on the first request for it that finds no owner, and by a periodic sweep (so tables of bots
   only, and clocks, resume after their owner died);
-- renews its leases every third of the lease time; a lease it can no longer renew (expired while the process was
-  paused, Redis restarted) drops the table here: nothing more is acknowledged for it, its connections are closed
-  with :data:`RECONNECT_CODE`, and whichever process takes it next rebuilds it from its record;
+- renews its leases every third of the lease time from a thread of its own (``LeaseKeeper``: a slow turn of the
+  event loop does not let them lapse, a loop stuck for good does); a lease it can no longer renew (expired while
+  the process was paused, Redis restarted) drops the table here: nothing more is acknowledged for it, its
+  connections are closed with :data:`RECONNECT_CODE`, and whichever process takes it next rebuilds it from its
+  record;
 - relays a connection to a table owned elsewhere through Redis pub/sub (``server/relay.py``): the client's
   frames go to the owner, which serves them with the same connection code a direct connection runs
   (``server/ws.py``), and the owner's messages come back the same way. The client protocol does not change;
@@ -41,7 +43,7 @@ from redis.asyncio import BlockingConnectionPool, Redis
 
 from cardtable.server.accounts import restore_seat_accounts
 from cardtable.server.counters import SharedLimits
-from cardtable.server.lease import Leases
+from cardtable.server.lease import LeaseKeeper, Leases
 from cardtable.server.relay import RECONNECT_CODE, Mailbox, Relays
 from cardtable.server.store import Store
 from cardtable.server.table import Table, TableError
@@ -73,8 +75,9 @@ lookups): more at once wait for a free one (5 s at most) rather than fail, as re
 its size (a burst of reconnecting clients used to make the publisher and the lease renewals fail too)."""
 
 CONTROL_CONNECTIONS = 2
-"""Connections of a process's own client for what must not wait behind requests: the renewals. (The publisher
-has a connection of its own, with the same settings.)"""
+"""Connections of a process's own client for what must not wait behind requests: the lobby's view of its tables,
+the shared counters. (The publisher has a connection of its own, with the same settings; the lease renewals a
+thread and a connection of their own, ``LeaseKeeper``.)"""
 
 ALIVE_PREFIX = "ct:alive:"
 """``ct:alive:{process}`` exists while the process runs (renewed with its leases)."""
@@ -149,6 +152,9 @@ class Cluster:
         """Seconds, as the last sweep saw it, until the first lease of another process that missed a renewal
         expires (its owner likely died): the next sweep runs then."""
         self._last_renewal = time.monotonic()
+        self.keeper: LeaseKeeper | None = None
+        """The thread that renews the leases (made by :meth:`open`); without one, :meth:`renew` renews them on the
+        event loop."""
 
     @classmethod
     async def open(cls, url: str, store: Store, settings: ClusterSettings | None = None) -> Cluster:
@@ -164,6 +170,8 @@ class Cluster:
         # Alive from the start, not only from the first renewal: an owner that sees a relayed connection from a
         # process not (yet) marked alive ends it as coming from a dead process.
         await redis.set(ALIVE_PREFIX + cluster.process, b"1", px=cluster.settings.lease_ms)
+        cluster.keeper = LeaseKeeper(url, cluster.process, cluster.settings.lease_ms, cluster.owned,
+                                     ALIVE_PREFIX + cluster.process, cluster._leases_lost, asyncio.get_running_loop())
         return cluster
 
     def attach(self, manager: Manager) -> None:
@@ -171,8 +179,10 @@ class Cluster:
         self.manager = manager
         self.relays.manager = manager
         for coro, name in ((self.mailbox.publish_loop(), "publish"), (self.mailbox.listen_loop(), "listen"),
-                           (self._renew_loop(), "renew"), (self._sweep_loop(), "sweep")):
+                           (self._renew_loop(), "renew"), (self._sweep_loop(), "sweep"), (self._beat_loop(), "beat")):
             self._tasks.append(asyncio.create_task(coro, name=f"cardtable-cluster-{name}"))
+        if self.keeper is not None:
+            self.keeper.start()
 
     async def close(self) -> None:
         """Hand the tables over (if not done yet), stop the background tasks, disconnect from Redis."""
@@ -187,6 +197,8 @@ class Cluster:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if self.keeper is not None:
+            await asyncio.to_thread(self.keeper.stop)
         with contextlib.suppress(Exception):
             await self.redis.delete(ALIVE_PREFIX + self.process)
         await self.redis.aclose()
@@ -399,6 +411,25 @@ class Cluster:
             with contextlib.suppress(Exception):
                 await self.leases.release(table.id, epoch)
 
+    async def _beat_loop(self) -> None:
+        """Tell the lease keeper, every sixth of a lease time, that the event loop is alive."""
+        while True:
+            if self.keeper is not None:
+                self.keeper.beat()
+            await asyncio.sleep(self.settings.lease_ms / 6000.0)
+
+    def _leases_lost(self, lost: dict[str, int]) -> None:
+        """The keeper found these leases (table id -> epoch) no longer ours: drop each table still held here at
+        that epoch (not one taken again since)."""
+        manager = self.manager
+        if manager is None:
+            return
+        for table_id, epoch in lost.items():
+            table = manager.tables.get(table_id)
+            if table is not None and self.owned.get(table_id) == epoch:
+                log.warning("table %s: lease lost: dropping it here", table_id)
+                asyncio.get_running_loop().create_task(self.drop(table, release=False))
+
     async def _renew_loop(self) -> None:
         interval = self.settings.lease_ms / 3000.0
         while True:
@@ -410,12 +441,13 @@ class Cluster:
                 raise
             except Exception as error:
                 log.warning("renewing leases failed: %s", error)
-                if time.monotonic() - self._last_renewal > self.settings.lease_ms / 1000.0 * 0.8:
+                if self.keeper is None and time.monotonic() - self._last_renewal > self.settings.lease_ms / 1000.0 * 0.8:
                     await self._drop_all("leases not renewed in time")
 
     async def renew(self) -> None:
-        """One renewal: extend every lease held, drop the tables whose lease is gone, say this process is alive,
-        end relayed connections whose other end is gone."""
+        """One renewal: let go of the tables ended here, publish the lobby's view of the tables held, end relayed
+        connections whose other end is gone; without a :attr:`keeper` also extend every lease held, drop the tables
+        whose lease is gone and say this process is alive (the keeper does that from its thread)."""
         manager = self.manager
         assert manager is not None
         started = time.monotonic()
@@ -425,9 +457,11 @@ class Cluster:
             self.store.fences.pop(table_id, None)
             await self.leases.release(table_id, epoch)
         held = {t: e for t, e in self.owned.items() if t in manager.tables}
-        lost = await self._renewals.renew(held)
-        self._last_renewal = started
-        await self.control.set(ALIVE_PREFIX + self.process, b"1", px=self.settings.lease_ms)
+        lost: set[str] = set()
+        if self.keeper is None:
+            lost = await self._renewals.renew(held)
+            self._last_renewal = started
+            await self.control.set(ALIVE_PREFIX + self.process, b"1", px=self.settings.lease_ms)
         await self.limits.refresh()
         live = {t: msgspec.json.encode(manager.tables[t].to_dict()) for t in held if t not in lost}
         if live:

@@ -11,15 +11,21 @@ The server is meant to be safe without a reverse proxy in front, so these limits
 - :func:`guarded_h11`, uvicorn's h11 protocol with two more rules: at most ``max_connections_per_address`` open
   HTTP connections per client address (more are closed at once), and a request's head and body must arrive within
   ``request_timeout_s`` (a half-sent request is closed then). Header size is h11's ``max_incomplete_event_size``.
+- :func:`client_address`: the key every per-address limit counts a client under (an IPv6 client by its /64); the
+  client is the TCP peer, or the address a proxy of ``forwarded_allow_ips`` names (:func:`trusted_networks`).
+- :class:`SecurityHeaders`, an ASGI middleware: a Content-Security-Policy and the other security headers on every
+  response; :func:`parse_origin` and :func:`own_origin` for the Origin check of ``server/accounts.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import math
+import urllib.parse
 from collections import Counter
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any
 
 import h11
@@ -36,6 +42,114 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 MAX_JSON_DEPTH = 32
 """Deepest nesting of arrays and objects accepted in a JSON request body."""
+
+IPV6_PREFIX = 64
+"""Per-address limits count an IPv6 client by its network of this many bits: one home or host is usually given a
+whole /64, so its addresses there are one client."""
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def address_key(host: str | None) -> str:
+    """The key under which every per-address limit counts the client ``host`` (an IP address as text): an IPv4
+    address as it is, an IPv6 one as its /64 (``"2001:db8:1:2::/64"``), an IPv4-mapped IPv6 address
+    (``::ffff:a.b.c.d``) as its IPv4 address; anything else (a Unix socket, a test client) as it is, and no host
+    as ``"?"``.
+
+    >>> address_key("203.0.113.7"), address_key("2001:db8:1:2:aaaa::1"), address_key("::ffff:10.0.0.1")
+    ('203.0.113.7', '2001:db8:1:2::/64', '10.0.0.1')
+    """
+    if not host:
+        return "?"
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((int(ip), IPV6_PREFIX), strict=False))
+    return str(ip)
+
+
+def client_address(connection: Any) -> str:
+    """:func:`address_key` of the client of ``connection``: an ASGI scope (its ``client``), or a Starlette
+    ``Request`` or ``WebSocket``. Behind a proxy trusted by ``forwarded_allow_ips`` that is the address the proxy
+    names (uvicorn's ``ProxyHeadersMiddleware`` has put it in the scope), else the TCP peer."""
+    client = connection.get("client") if isinstance(connection, MutableMapping) else connection.client
+    return address_key(client[0] if client else None)
+
+
+def trusted_networks(value: str) -> list[IPNetwork]:
+    """The proxies of the setting ``forwarded_allow_ips`` (``"127.0.0.1, ::1, 10.0.0.0/8"``: addresses or networks,
+    comma-separated; ``""``: none) as networks. ``ValueError`` naming the setting for any other item (a host name,
+    ``*``, an empty item): the forwarded headers of anyone else would be believed."""
+    networks: list[IPNetwork] = []
+    if not value.strip():
+        return networks
+    for item in value.split(","):
+        try:
+            networks.append(ipaddress.ip_network(item.strip()))
+        except ValueError:
+            raise ValueError(f"forwarded_allow_ips: {item.strip()!r} is not an IP address or network (such as "
+                             f"127.0.0.1 or 10.0.0.0/8)") from None
+    return networks
+
+
+DEFAULT_PORTS = {"http": 80, "https": 443}
+"""The port of an origin that names none."""
+
+Origin = tuple[str, str, int]
+"""A web origin: scheme (``http`` or ``https``), host in lower case (an IPv6 address without brackets), port."""
+
+
+def parse_origin(text: str) -> Origin | None:
+    """The origin an ``Origin`` header names (``"https://Example.com"`` -> ``("https", "example.com", 443)``), or
+    ``None`` for ``null`` and for anything that is not ``http(s)://host[:port]`` (a path, a user, another scheme).
+
+    >>> parse_origin("http://[::1]:8000"), parse_origin("null")
+    (('http', '::1', 8000), None)
+    """
+    try:
+        parts = urllib.parse.urlsplit(text.strip())
+        port = parts.port
+    except ValueError:  # a port that is not a number, or out of range
+        return None
+    scheme = parts.scheme.lower()
+    if (scheme not in DEFAULT_PORTS or not parts.hostname or "@" in parts.netloc or parts.path not in ("", "/")
+            or parts.query or parts.fragment):
+        return None
+    return scheme, parts.hostname.lower(), port or DEFAULT_PORTS[scheme]
+
+
+def own_origin(connection: Any) -> Origin | None:
+    """The origin a Starlette ``Request`` or ``WebSocket`` was sent to: its scheme (``https`` when TLS reached the
+    server, or a proxy of ``forwarded_allow_ips`` said so; ``ws``/``wss`` count as ``http``/``https``) with its
+    ``Host`` header. ``None`` without a usable ``Host``."""
+    scheme = {"ws": "http", "wss": "https"}.get(connection.url.scheme, connection.url.scheme)
+    return parse_origin(f"{scheme}://{connection.headers.get('host', '')}")
+
+
+CONTENT_SECURITY_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                           "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+"""The page's scripts, styles, images, requests and sockets come only from this site (images also as ``data:``
+URLs: the page's icon); no inline script, no framing by another site."""
+
+DOCS_CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
+    "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net https://fonts.googleapis.com; "
+    "font-src 'self' https://fonts.gstatic.com; img-src 'self' data: https://fastapi.tiangolo.com https://cdn.redoc.ly; "
+    "worker-src 'self' blob:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
+"""The API's documentation pages (FastAPI's ``/docs`` and ``/redoc``) load Swagger UI or ReDoc from their CDN and
+start it with an inline script; they show no player's data."""
+
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    (b"x-frame-options", b"DENY"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+)
+"""Headers added to every HTTP response (:class:`SecurityHeaders`)."""
 
 
 class ErrorBody(BaseModel):
@@ -143,6 +257,33 @@ class BodyGuard:
         await self.app(scope, replay, send)
 
 
+class SecurityHeaders:
+    """ASGI middleware: every HTTP response gets :data:`SECURITY_HEADERS` (a header the app set itself is kept);
+    the paths in ``docs_paths`` get :data:`DOCS_CONTENT_SECURITY_POLICY` instead of the page's policy."""
+
+    def __init__(self, app: ASGIApp, docs_paths: tuple[str, ...] = ()) -> None:
+        self.app = app
+        self.docs_paths = frozenset(docs_paths)
+        self.docs_headers = tuple((name, DOCS_CONTENT_SECURITY_POLICY.encode()) if name == b"content-security-policy"
+                                  else (name, value) for name, value in SECURITY_HEADERS)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        extra = self.docs_headers if scope.get("path") in self.docs_paths else SECURITY_HEADERS
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", ()))
+                present = {name.lower() for name, _ in headers}
+                headers += [(name, value) for name, value in extra if name not in present]
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
 def strict_json_problem(body: bytes) -> str | None:
     """``None`` if ``body`` is strict JSON (RFC 8259: no ``NaN``/``Infinity``, numbers that fit a double, valid
     UTF-8 without lone surrogates, at most :data:`MAX_JSON_DEPTH` levels), else a short reason (never the input)."""
@@ -204,13 +345,23 @@ class AddressBuckets:
         return max(1, math.ceil(min(wait, 86400.0)))
 
 
-def guarded_h11(max_connections_per_address: int, request_timeout_s: float) -> type[asyncio.Protocol]:
+def guarded_h11(max_connections_per_address: int, request_timeout_s: float,
+                trusted: Sequence[IPNetwork] = ()) -> type[asyncio.Protocol]:
     """uvicorn's h11 protocol class with a per-address connection cap and a whole-request timeout (pass it as
-    ``uvicorn.run(..., http=...)``). A WebSocket upgrade stops counting as an HTTP connection (the WebSocket caps
-    are the table's, ``docs/protocol.md``, "Limits")."""
+    ``uvicorn.run(..., http=...)``). Addresses are counted by :func:`address_key` (an IPv6 /64 as one); the proxies
+    in ``trusted`` (``forwarded_allow_ips``) are not capped, since every client behind them comes through their
+    connections (the proxy caps those: ``docs/deploy.md``). A WebSocket upgrade stops counting as an HTTP
+    connection (the WebSocket caps are the table's, ``docs/protocol.md``, "Limits")."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     counts = ConnectionCounts(max_connections_per_address)
+
+    def is_trusted(host: str | None) -> bool:
+        try:
+            ip = ipaddress.ip_address(host or "")
+        except ValueError:
+            return False
+        return any(ip in network for network in trusted)
 
     class GuardedH11Protocol(H11Protocol):
         _address: str | None = None
@@ -218,7 +369,11 @@ def guarded_h11(max_connections_per_address: int, request_timeout_s: float) -> t
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            address = self.client[0] if self.client else "?"
+            host = self.client[0] if self.client else None
+            if is_trusted(host):
+                self._arm()
+                return
+            address = address_key(host)
             if not counts.take(address):
                 transport.abort()
                 return

@@ -7,6 +7,13 @@ holds it, expiring after ``lease_ms``) and renewed by its holder well before it 
 and releasing compare the whole value first, so a process never extends or deletes a lease some other process took
 after its own expired.
 
+The renewals run in a thread of their own (:class:`LeaseKeeper`, with its own synchronous Redis connection), not
+on the event loop: one slow turn of the loop (a costly request, a long garbage collection) no longer lets every
+lease lapse and hands every table to another process. The keeper renews only while the loop shows it is alive (a
+heartbeat at most :data:`STALL_LEASES` lease times old), so a process whose loop is stuck for good still loses its
+tables. Renewing while the loop is stuck never lets two owners store: the fence at the database refuses the writes
+of any owner but the newest, whatever Redis says.
+
 Each operation is one Lua script (atomic in Redis, run by its SHA once loaded: redis-py's ``register_script``) over
 any number of tables, so taking or renewing many tables costs one round trip. The scripts touch several keys at
 once: one Redis server (or a Redis Cluster with all ``ct:`` keys in one slot), as ``docs/deploy.md`` says.
@@ -14,13 +21,32 @@ once: one Redis server (or a Redis Cluster with all ``ct:`` keys in one slot), a
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+from redis import Redis as SyncRedis
 from redis.asyncio import Redis
+
+log = logging.getLogger("cardtable.server.lease")
 
 LEASE_PREFIX = "ct:lease:"
 EPOCH_PREFIX = "ct:epoch:"
 
 CHUNK = 500
 """Most tables in one script call (each call holds Redis for its length: well under a millisecond)."""
+
+STALL_LEASES = 3
+"""A :class:`LeaseKeeper` renews while the event loop's last heartbeat is at most this many lease times old (15 s
+with the default 5 s lease): a slower turn than that means a loop stuck for good, and the leases lapse (the tables
+move to another process about one lease time later)."""
+
+LOST_ALL_AFTER = 0.8
+"""Renewals failing (Redis away) for this share of a lease time: every table is dropped here, before the leases
+can have expired and another process taken them."""
 
 _ACQUIRE = """
 local n = #KEYS / 2
@@ -149,3 +175,90 @@ class Leases:
             flat = await self._owners_and_ttls(keys=[LEASE_PREFIX + t for t in chunk])
             out.extend((parse_lease(flat[i]), int(flat[i + 1])) for i in range(0, len(flat), 2))
         return out
+
+
+LostFn = Callable[[dict[str, int]], None]
+"""Called on the event loop with the leases found no longer ours: table id -> the epoch renewed."""
+
+
+class LeaseKeeper:
+    """Renews one process's leases every third of ``lease_ms`` from a daemon thread, with a synchronous Redis
+    client of its own (``url``), so that a busy event loop does not delay them.
+
+    ``owned`` is the process's table id -> epoch map (read, never changed, here: copied at each renewal, which the
+    GIL makes atomic). The loop calls :meth:`beat` often (every sixth of a lease); renewals stop while its last
+    beat is more than ``STALL_LEASES`` lease times old. Each renewal also sets ``alive_key`` (``lease_ms`` to live).
+    Leases found lost go to ``on_lost`` and, when renewals fail for :data:`LOST_ALL_AFTER` of a lease time, every
+    held lease does, both through ``loop.call_soon_threadsafe``. :meth:`start` once, :meth:`stop` at the end."""
+
+    def __init__(self, url: str, process: str, lease_ms: int, owned: Mapping[str, int], alive_key: str,
+                 on_lost: LostFn, loop: asyncio.AbstractEventLoop) -> None:
+        timeout_s = lease_ms / 3000.0
+        self.redis = SyncRedis.from_url(url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+        self.process = process
+        self.lease_ms = lease_ms
+        self.stall_s = lease_ms * STALL_LEASES / 1000.0
+        """Seconds of a silent event loop after which the leases are no longer renewed."""
+        self.renewals = 0
+        """Renewals done (for the tests)."""
+        self._owned = owned
+        self._alive_key = alive_key
+        self._on_lost = on_lost
+        self._loop = loop
+        self._renew = self.redis.register_script(_RENEW)
+        self._beat = time.monotonic()
+        self._last_ok = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"cardtable-leases-{process}", daemon=True)
+
+    def beat(self) -> None:
+        """The event loop is alive now (call it from the loop)."""
+        self._beat = time.monotonic()
+
+    def start(self) -> None:
+        """Start renewing."""
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop renewing (waits for a renewal under way: a third of a lease time at most) and close the connection."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(self.lease_ms / 1000.0)
+        self.redis.close()
+
+    def renew_once(self) -> dict[str, int] | None:
+        """One renewal of every lease held, unless the loop has been silent past :attr:`stall_s` (``None``, and
+        nothing renewed). Returns the leases no longer ours (expired, or another process's now). Redis errors
+        propagate."""
+        if time.monotonic() - self._beat > self.stall_s:
+            return None
+        held = dict(self._owned)
+        lost: dict[str, int] = {}
+        for chunk in _chunks(list(held)):
+            args: list[str | int] = [self.lease_ms, *(lease_value(self.process, held[t]) for t in chunk)]
+            for i in self._renew(keys=[LEASE_PREFIX + t for t in chunk], args=args):
+                lost[chunk[int(i) - 1]] = held[chunk[int(i) - 1]]
+        self.redis.set(self._alive_key, b"1", px=self.lease_ms)
+        self.renewals += 1
+        return lost
+
+    def _report(self, lost: dict[str, int]) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the process is ending
+            self._loop.call_soon_threadsafe(self._on_lost, lost)
+
+    def _run(self) -> None:
+        interval = self.lease_ms / 3000.0
+        while not self._stop.wait(interval):
+            started = time.monotonic()
+            try:
+                lost = self.renew_once()
+            except Exception as error:
+                log.warning("renewing leases failed: %s", error)
+                if time.monotonic() - self._last_ok > self.lease_ms / 1000.0 * LOST_ALL_AFTER:
+                    self._report(dict(self._owned))
+                continue
+            if lost is None:
+                continue
+            self._last_ok = started
+            if lost:
+                self._report(lost)

@@ -3,7 +3,8 @@
 Each listed status keeps its tables' keys ``(created, id)`` sorted, the order the lobby pages them in (oldest
 first), so that a page costs about its own size, not the number of live tables: with 10,000 open tables, sorting
 them all for each page took about 20 ms of CPU, and 8 clients repeating the request stalled every other table
-(issue 10). Several processes (``--redis``) list from the database instead (``Manager.list_tables``).
+(issue 10). Several processes (``--redis``) list from the database instead (``Manager.list_tables``): one range
+of the index ``(status, created, id)`` after the cursor, ``LIMIT`` a page and one (``Store.load_tables``).
 """
 
 from __future__ import annotations

@@ -8,21 +8,42 @@ one address). Each route's OpenAPI entry lists the refusals it can answer.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import contextlib
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from cardtable import bots
 from cardtable.games import game_names, get_game
-from cardtable.server.accounts import bind_seat, mark_finished_accounts
-from cardtable.server.guard import AddressBuckets
+from cardtable.server.accounts import (
+    bind_seat,
+    current_account,
+    mark_finished_accounts,
+    seats_of_account,
+    signed_in,
+)
+from cardtable.server.guard import AddressBuckets, client_address
 from cardtable.server.guard import error_responses as _errors
 from cardtable.server.manager import PLAY_NOW_BOTS, Manager
+from cardtable.server.names import NameRefused, check_name, has_control
 from cardtable.server.players import play_now_bot
-from cardtable.server.table import TableError
+from cardtable.server.table import Table, TableError
 
-router = APIRouter(prefix="/api")
+if TYPE_CHECKING:
+    from cardtable.server.cluster import RemoteTable
+
+
+def check_table_id(request: Request) -> None:
+    """Every route's dependency: ``TableError`` 404 ``table.not_found`` for a ``table_id`` in the path with a
+    control character (NUL, C0, C1), which no table's id holds, before it reaches the database (PostgreSQL
+    answers a NUL in text with an error)."""
+    table_id = request.path_params.get("table_id")
+    if isinstance(table_id, str) and has_control(table_id):
+        raise TableError(404, "table.not_found", "no such table", {"table": table_id.encode("unicode_escape").decode()})
+
+
+router = APIRouter(prefix="/api", dependencies=[Depends(check_table_id)])
 
 class SeatSpec(BaseModel):
     """A seat of a new table: ``open`` for a person, or ``bot`` with its spec (``"greedy:medium"``)."""
@@ -70,6 +91,16 @@ class TokenBody(BaseModel):
     token: str = Field(max_length=200)
 
 
+def guest_name(raw: str) -> str:
+    """A guest's seat name as stored, by the one rule for names (``server/names.py``: the rules of an account's
+    name, and the client's word for a guest allowed); ``TableError`` 422 ``account.name_invalid``,
+    ``name.invisible`` or ``name.reserved`` with its params."""
+    try:
+        return check_name(raw, guest=True)
+    except NameRefused as error:
+        raise TableError(422, error.code, error.detail, error.params) from None
+
+
 def _manager(request: Request) -> Manager:
     manager: Manager = request.app.state.manager
     return manager
@@ -80,7 +111,7 @@ async def count_read(request: Request) -> None:
     ``lobby.read_limit`` beyond ``lobby_reads_per_second`` (burst ``lobby_read_burst``), its ``retry_after_s`` also
     sent as ``Retry-After``. A page of the lobby costs the server far more than the client (``docs/deploy.md``)."""
     buckets: AddressBuckets = request.app.state.lobby_reads
-    wait = buckets.take(request.client.host if request.client else "?")
+    wait = buckets.take(client_address(request))
     if wait:
         rate = f"{buckets.rate:g}"
         raise TableError(429, "lobby.read_limit", f"too many lobby requests from your address: at most {rate} a "
@@ -127,32 +158,72 @@ async def list_games() -> list[dict[str, Any]]:
     return out
 
 
-@router.post("/play", responses=_errors(413, 422, 429))
+@router.post("/play", responses=_errors(409, 413, 422, 429))
 async def play_now(body: PlayNow, request: Request) -> dict[str, Any]:
     """Play now: a seat at the oldest waiting Play now table of the game with a free seat, else a new 4-seat table against
     three medium bots that starts by itself after a short wait (``TABLE.starts_at``). A signed-in player rated in
     the game gets bots of the level nearest their rating instead (``docs/protocol.md``, "Accounts and players").
-    Counted like a new table against the address's ``creates_per_minute`` (``429`` beyond)."""
+    Counted like a new table against the address's ``creates_per_minute`` (``429`` beyond); ``409 table.seat_limit``
+    when the address already holds ``max_seats_per_address`` seats. The name is a guest's (:func:`guest_name`)."""
+    name = guest_name(body.name)
     manager = _manager(request)
-    await manager.check_create(request.client.host if request.client else "?")
+    address = client_address(request)
+    await manager.check_create(address)
+    manager.check_seats(address)
     bot = await play_now_bot(request, body.game, PLAY_NOW_BOTS.get(body.game, ""))
-    table, seat, token = await manager.play_now(body.game, body.name, bot or None)
-    table, token = await bind_seat(request, table, seat, token)
+    account_id = await _account_id(request)
+    avoid = () if account_id is None else set(await seats_of_account(request.app.state.store, account_id))
+    table, seat, token = await manager.play_now(body.game, name, bot or None, avoid)
+    _mark_creator(table, address)
+    table, token = await _bind(request, table, seat, token)
+    manager.hold_seat(address, table, seat, token)
     return _seated(table.id, table.to_dict(), seat, token)
 
 
 @router.post("/tables", status_code=201, responses=_errors(413, 422, 429))
 async def create_table(body: CreateTable, request: Request) -> dict[str, Any]:
     """Open a new table; the creator takes the first open seat and gets its token. Each client address may open
-    ``creates_per_minute`` tables a minute (burst ``create_burst``), beyond that ``429``."""
+    ``creates_per_minute`` tables a minute (burst ``create_burst``), beyond that ``429``. The creator's name is a
+    guest's (:func:`guest_name`)."""
+    name = guest_name(body.name)
     seats = None if body.seats is None else [s.model_dump() for s in body.seats]
     manager = _manager(request)
-    await manager.check_create(request.client.host if request.client else "?")
+    address = client_address(request)
+    await manager.check_create(address)
     made, seat, token = await manager.create(
-        body.game, body.options, seats, body.name, body.seed, body.grace_seconds, body.autostart
+        body.game, body.options, seats, name, body.seed, body.grace_seconds, body.autostart
     )
+    _mark_creator(made, address)
     table, token = await bind_seat(request, made, seat, token)
+    manager.hold_seat(address, table, seat, token)
     return _seated(table.id, table.to_dict(), seat, token)
+
+
+async def _account_id(request: Request) -> int | None:
+    """The id of the account a seat taken by ``request`` would be tied to (``accounts.bind_seat``), or ``None``."""
+    if not signed_in(request):
+        return None
+    account = await current_account(request)
+    return None if account is None else account.id
+
+
+async def _bind(request: Request, table: Table | RemoteTable, seat: int,
+                token: str) -> tuple[Table | RemoteTable, str]:
+    """``accounts.bind_seat``; when the account turns out to hold another seat at the table (two requests at
+    once), the seat just taken is given up again (``Manager.leave``) and the ``409 seat.account_held`` raised."""
+    try:
+        return await bind_seat(request, table, seat, token)
+    except TableError as error:
+        if error.code == "seat.account_held":
+            with contextlib.suppress(TableError):
+                await _manager(request).leave(table.id, token)
+        raise
+
+
+def _mark_creator(table: object, address: str) -> None:
+    """Note the address a table played here was made from (its bots' share of the bot pool, ``server/bots.py``)."""
+    if isinstance(table, Table) and table.creator is None:
+        table.creator = address
 
 
 Limit = Annotated[int | None, Query(ge=1, le=1000, description="Most tables in the page (default: the server's "
@@ -181,11 +252,26 @@ async def table_info(table_id: str, request: Request) -> dict[str, Any]:
     return (await mark_finished_accounts(request.app.state.store, [await _manager(request).table_dict(table_id)]))[0]
 
 
-@router.post("/tables/{table_id}/join", responses=_errors(404, 409, 413, 422))
+@router.post("/tables/{table_id}/join", responses=_errors(404, 409, 413, 422, 429))
 async def join_table(table_id: str, body: JoinTable, request: Request) -> dict[str, Any]:
-    """Take a seat (the given one or the first open one)."""
-    table, seat, token = await _manager(request).join(table_id, body.name, body.seat)
-    table, token = await bind_seat(request, table, seat, token)
+    """Take a seat (the given one or the first open one). Each client address may join ``joins_per_minute`` times a
+    minute (burst ``join_burst``), beyond that ``429 table.join_limit``, and hold at most ``max_seats_per_address``
+    seats at tables open or in play, beyond that ``409 table.seat_limit``. A signed-in player who holds a seat at
+    the table already: ``409 seat.account_held`` (one account, one seat). The name is a guest's
+    (:func:`guest_name`)."""
+    name = guest_name(body.name)
+    manager = _manager(request)
+    address = client_address(request)
+    await manager.check_join(address)
+    account_id = await _account_id(request)
+    if account_id is not None:
+        held = await seats_of_account(request.app.state.store, account_id, [table_id])
+        if table_id in held:
+            raise TableError(409, "seat.account_held", f"you already hold seat {held[table_id]} at this table",
+                             {"seat": held[table_id]})
+    table, seat, token = await manager.join(table_id, name, body.seat)
+    table, token = await _bind(request, table, seat, token)
+    manager.hold_seat(address, table, seat, token)
     return _seated(table.id, table.to_dict(), seat, token)
 
 

@@ -9,17 +9,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import random
 import time
 import traceback
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cardtable import bots, records
 from cardtable.engine import HandState
 from cardtable.games import get_game
 from cardtable.replay import fold
+from cardtable.server.accounts import unbind_seat
+from cardtable.server.guard import AddressBuckets
 from cardtable.server.listing import LiveLists
 from cardtable.server.messages import RateLimiter
 from cardtable.server.play import Peer
@@ -40,6 +44,11 @@ PLAY_NOW_BOTS = {"nerts": "greedy:medium", "anemone": "ismcts:medium"}
 
 PLAY_NOW_SEATS = 4
 """Seats at a table made by Play now."""
+
+PLAY_NOW_CANDIDATES = 5
+"""Several processes: waiting Play now tables (the oldest with a free seat, ``Store.play_now_tables``) Play now
+tries before it makes a new one: a bounded read whatever the number of tables open (one might fill, start or
+lose its owner meanwhile)."""
 
 T = TypeVar("T")
 
@@ -76,8 +85,19 @@ def _table_from_row(row: TableRow) -> dict[str, Any]:
     return {
         "id": row.id, "game": row.game, "options": options, "status": row.status, "seats": seats,
         "hand": max((row.hands_played or 1) - 1, 0), "totals": row.totals or [0] * len(row.seats),
-        "winners": row.winners, "created": row.created,
+        "winners": row.winners, "created": row.created, "rated": not row.seed_chosen,
     }
+
+
+def finished_for_s(row: TableRow) -> float:
+    """Seconds since the stored table ``row`` finished (its ``finished`` stamp); 0 when it has none."""
+    if not row.finished:
+        return 0.0
+    try:
+        ended = datetime.fromisoformat(row.finished.replace("Z", "+00:00"))
+    except ValueError:
+        return 0.0
+    return (datetime.now(UTC) - ended).total_seconds()
 
 
 def record_of(row: TableRow) -> records.Record:
@@ -104,6 +124,12 @@ class Manager:
         self.tables: dict[str, Table] = {}
         self.creates: dict[str, RateLimiter] = {}
         """Table creations per client address (a token bucket each; idle full ones are forgotten by the sweep)."""
+        self.joins = AddressBuckets(settings.joins_per_minute / 60.0, settings.join_burst)
+        """Joins per client address (``joins_per_minute``, ``join_burst``), counted by this process."""
+        self.held: dict[str, dict[tuple[str, int], str]] = {}
+        """Seats taken here per client address: ``(table id, seat)`` to the token hash it was taken with. A seat
+        counts (:meth:`seats_held`) while its table is live here, open or in play, and the seat still has that
+        token; the others are forgotten when counted."""
         self._sweeper: asyncio.Task[None] | None = None
         self.sockets: Counter[str] = Counter()
         """Open WebSocket connections per client address (at most ``max_sockets_per_address``)."""
@@ -173,10 +199,14 @@ class Manager:
         """One expiry sweep (every ``expiry_check_s``): an open table with nobody connected for
         ``open_table_idle_s`` is closed (status ``closed``); a table in play with no person connected for its grace
         plus ``abandon_after_s`` ends as ``abandoned`` (record kept, published like a finished one). Each runs on the
-        table's owner. (Finished tables stay live: the web client watches a finished game through its socket.)"""
+        table's owner. A finished table stays live ``finished_table_keep_s`` (the web client watches the end through
+        its socket), then is let go (:meth:`_let_go`); its record stays in the database."""
         now = time.monotonic()
         settings = self.settings
         for table in list(self.tables.values()):
+            if table.status == "finished" and finished_for_s(table.row) >= settings.finished_table_keep_s:
+                await self._let_go(table)
+                continue
             if table.broken:
                 continue
             if table.status == "open" and not table.all_peers():
@@ -188,6 +218,25 @@ class Manager:
         for address, bucket in list(self.creates.items()):
             if bucket.full():
                 del self.creates[address]
+        for address in list(self.held):
+            self.seats_held(address)
+
+    async def _let_go(self, table: Table) -> None:
+        """Drop the finished ``table`` from memory (its connections closed, its owner stopped); with a cluster its
+        lease is released. Its record stays in the database: ``TABLE``, record and replay are read from there."""
+        log.info("table %s: finished, let go", table.id)
+        if self.cluster is not None:
+            await self.cluster.drop(table)
+            return
+        if self.tables.get(table.id) is not table:
+            return
+        del self.tables[table.id]
+        self.listing.discard(table)
+        self._disarm_autostart(table)
+        table.flush_spectators()
+        for peer in table.all_peers():
+            peer.close()
+        await table.stop()
 
     async def _end(self, table: Table, status: str) -> None:
         async def go() -> bool:
@@ -214,6 +263,51 @@ class Manager:
             await table.stop()
 
     # -- lobby ---------------------------------------------------------------------------------------
+
+    def seats_held(self, address: str) -> int:
+        """Seats ``address`` holds at tables open or in play here (see :attr:`held`)."""
+        seats = self.held.get(address)
+        if not seats:
+            self.held.pop(address, None)
+            return 0
+        for (table_id, seat), token_hash in list(seats.items()):
+            table = self.tables.get(table_id)
+            if (table is None or table.status not in ("open", "playing") or seat >= len(table.seats)
+                    or table.seats[seat].row.token_hash != token_hash):
+                del seats[(table_id, seat)]
+        if not seats:
+            del self.held[address]
+        return len(seats)
+
+    def hold_seat(self, address: str, table: Table | RemoteTable, seat: int, token: str) -> None:
+        """Count ``seat`` at ``table``, just taken with ``token``, as held by ``address`` (a table played by another
+        process is counted there, not here)."""
+        if isinstance(table, Table) and self.tables.get(table.id) is table:
+            self.held.setdefault(address, {})[(table.id, seat)] = hash_token(token)
+
+    def check_seats(self, address: str) -> None:
+        """``TableError`` 409 ``table.seat_limit`` when ``address`` already holds ``max_seats_per_address`` seats."""
+        limit = self.settings.max_seats_per_address
+        if self.seats_held(address) >= limit:
+            raise TableError(409, "table.seat_limit", f"your address already holds {limit} seats: leave one first",
+                             {"limit": limit})
+
+    async def check_join(self, address: str) -> None:
+        """Count one join from ``address``: ``TableError`` 429 ``table.join_limit`` (``retry_after_s``) beyond
+        ``joins_per_minute`` (burst ``join_burst``; over every process with a cluster), then 409
+        ``table.seat_limit`` past ``max_seats_per_address`` (:meth:`check_seats`)."""
+        settings = self.settings
+        rate = f"{settings.joins_per_minute:g}"
+        if self.cluster is not None:
+            allowed = await self.cluster.limits.allow_create(f"join:{address}", settings.joins_per_minute / 60.0,
+                                                             settings.join_burst)
+            wait = 0 if allowed else max(1, math.ceil(60.0 / max(settings.joins_per_minute, 1e-9)))
+        else:
+            wait = self.joins.take(address)
+        if wait:
+            raise TableError(429, "table.join_limit", f"too many joins from your address: at most {rate} a minute; "
+                                                      f"try again in {wait} s", {"rate": rate, "retry_after_s": wait})
+        self.check_seats(address)
 
     def allow_create(self, address: str) -> None:
         """Count one table creation from ``address``; ``TableError`` 429 beyond ``creates_per_minute`` (burst
@@ -246,6 +340,11 @@ class Manager:
         With ``autostart`` and every other seat a bot, the table starts by itself: when the creator's first
         connection says ``hello``, or after ``Settings.solo_start_s`` without one (no Start click).
         ``TableError`` (422) for an unknown game, bad options (the engine's message), bad seats or bot specs.
+
+        A chosen ``seed`` deals hands anyone who knows it can compute, so it is taken only at a table whose other
+        seats are all bots (else 422 ``table.seed_not_allowed``, unless ``Settings.chosen_seeds``), and such a
+        table is never rated (``TableRow.seed_chosen``). Without one the server draws the seed, and each hand's
+        shuffle mixes in a server key (``table.hand_seed``).
         """
         try:
             info = get_game(game)
@@ -277,13 +376,16 @@ class Manager:
         first_open = next((r for r in rows if r.kind == "open"), None)
         if first_open is None:
             raise TableError(422, "seats.none_open", "seats: at least one seat must be open, for you")
+        if seed is not None and not self.settings.chosen_seeds and sum(r.kind == "open" for r in rows) > 1:
+            raise TableError(422, "table.seed_not_allowed", "seed: a chosen seed shows every hand, so only a table "
+                             "of one person and bots may have one (and it is not rated)")
         token = new_token()
         first_open.kind, first_open.name, first_open.token_hash = "person", name, hash_token(token)
         row = TableRow(
             id=new_table_id(), game=game, options=dict(options), status="open",
             seed=seed if seed is not None else random.SystemRandom().randrange(2**62),
             grace_seconds=self.settings.default_grace_s if grace_seconds is None else grace_seconds,
-            created=now_iso(), seats=rows,
+            created=now_iso(), seats=rows, seed_chosen=seed is not None,
         )
         if self.cluster is not None:
             await self.cluster.claim_new(row.id)
@@ -303,8 +405,8 @@ class Manager:
             self.arm_autostart(table, self.settings.solo_start_s, on_hello=True)
         return table, first_open.seat, token
 
-    async def play_now(self, game: str, name: str,
-                       bot: str | None = None) -> tuple[Table | RemoteTable, int, str]:
+    async def play_now(self, game: str, name: str, bot: str | None = None,
+                       avoid: Collection[str] = ()) -> tuple[Table | RemoteTable, int, str]:
         """Seat ``name`` at once: at the oldest waiting Play now table of ``game`` with a free seat (an open seat, or a bot
         seat a person may take), or else at a new 4-seat table against three medium bots (:data:`PLAY_NOW_BOTS`)
         that others may still join and that starts by itself after ``Settings.play_now_start_s``.
@@ -312,24 +414,25 @@ class Manager:
         Calls are serialised, so two people pressing Play now together share one table. Returns the table, the
         seat and its token; ``TableError`` 422 (``game.unknown``) for an unknown game. ``bot`` (a signed-in
         player's level, ``cardtable.server.players.play_now_bot``) replaces the medium bots, and then only waiting
-        tables without other bots are joined.
+        tables without other bots are joined. Tables in ``avoid`` (where the signed-in player already holds a seat:
+        one account, one seat) are passed over.
         """
         if game not in PLAY_NOW_BOTS:
             raise TableError(422, "game.unknown", f"unknown game {game!r} (known: {', '.join(PLAY_NOW_BOTS)})",
                              {"game": game})
         if self.cluster is not None:  # serialised over every process, tables from the database
             async with self.cluster.lock(f"play:{game}"):
-                for row in await self.store.load_tables(statuses=("open",)):
-                    if row.game != game:
+                for table_id in await self.store.play_now_tables(game, bot, PLAY_NOW_CANDIDATES):
+                    if table_id in avoid:
                         continue
                     try:
-                        return await self._play_join(row.id, name, bot)
+                        return await self._play_join(table_id, name, bot)
                     except TableError:
                         continue  # full, started, or its owner is away: look further
                 return await self._play_now_new(game, name, bot)
         async with self._play_now_lock:
             for table in list(self.tables.values()):
-                if table.game != game:
+                if table.game != game or table.id in avoid:
                     continue
                 try:
                     return await self._play_join(table.id, name, bot)
@@ -369,6 +472,7 @@ class Manager:
                     other.replaceable = True
             self.arm_autostart(table, self.settings.play_now_start_s, on_hello=False)
             table.announce()
+            await self.store.mark_play_now(table.id)  # found by the next Play now of any process
 
         await on_owner(table, mark)
         return table, seat, token
@@ -531,9 +635,10 @@ class Manager:
         raise TableError(403, "token.bad", "bad token: it holds no seat at this table")
 
     async def leave(self, table_id: str, token: str) -> Table | RemoteTable:
-        """Give up the token's seat. Before the start it opens again (at a Play now table its bot comes back).
-        After the start the stand-in bot plays it at once, with no grace wait; the token stays valid and the
-        stand-in leaves when the person connects again with it."""
+        """Give up the token's seat. Before the start it opens again (at a Play now table its bot comes back) and
+        is untied from its account (``accounts.unbind_seat``). After the start the stand-in bot plays it at once,
+        with no grace wait; the token stays valid and the stand-in leaves when the person connects again with it
+        (a person gone at the end is last in the match's results, ``results.py``)."""
         where = await self._where(table_id)
         if not isinstance(where, Table):
             return (await self._remote(where, table_id, "leave", {"token": token}))[0]
@@ -554,6 +659,7 @@ class Manager:
                     seat.row.kind, seat.row.name, seat.row.token_hash = "open", None, None
                 if not any(s.row.kind == "person" for s in table.seats):
                     self._disarm_autostart(table)
+                await unbind_seat(self.store, table, seat.row.seat)
             elif table.status == "playing":
                 seat.row.left = True
                 seat.standin = STANDIN_BOTS[table.game]
@@ -620,26 +726,31 @@ class Manager:
                                  {"field": "cursor", "detail": "not a cursor this server gave"})
             after = (stamp, last_id)
         if status == "finished":
-            rows = await self.store.load_tables(statuses=ENDED, newest_first=True, limit=size + 1, before=after)
+            rows = await self.store.ended_tables(ENDED, after, size + 1)
             more = len(rows) > size
             rows = rows[:size]
             tables = [_table_from_row(r) for r in rows]
             last = rows[-1] if rows else None
             return tables, f"{last.finished}~{last.id}" if more and last is not None else None
-        if self.cluster is not None:  # every process's tables, from the database
-            stored = [r for r in await self.store.load_tables(statuses=(status,))
-                      if after is None or (r.created, r.id) > after]
-            chosen = stored[:size + 1]
+        if self.cluster is not None:  # every process's tables, from the database: one page of the index
+            chosen = await self.store.load_tables(statuses=(status,), after=after, limit=size + 1)
             more = len(chosen) > size
             chosen = chosen[:size]
-            published = await self.cluster.lobby([r.id for r in chosen if r.id not in self.tables])
-            out = [self.tables[r.id].to_dict() if r.id in self.tables
-                   else published.get(r.id) or _table_from_row(r) for r in chosen]
-            return out, f"{chosen[-1].created}~{chosen[-1].id}" if more else None
+            shown = await self.stored_dicts(chosen)
+            return [shown[r.id] for r in chosen], f"{chosen[-1].created}~{chosen[-1].id}" if more else None
         page = self.listing.page(status, after, size + 1, self.tables)
         more = len(page) > size
         page = page[:size]
         return [t.to_dict() for t in page], f"{page[-1].row.created}~{page[-1].id}" if more else None
+
+    async def stored_dicts(self, rows: list[TableRow]) -> dict[str, dict[str, Any]]:
+        """``TABLE`` of each stored table of ``rows``, by id: a table played here as it is now, one played by
+        another process as its owner last published it (one Redis read for all, ``Cluster.lobby``), else as
+        stored."""
+        published = {} if self.cluster is None else await self.cluster.lobby(
+            [r.id for r in rows if r.id not in self.tables])
+        return {r.id: self.tables[r.id].to_dict() if r.id in self.tables
+                else published.get(r.id) or _table_from_row(r) for r in rows}
 
     async def record(self, table_id: str) -> records.Record:
         """The record of a finished table; ``TableError`` 404 if unknown, 409 while it is open or in play."""

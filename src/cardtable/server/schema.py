@@ -2,14 +2,16 @@
 
 ``tables.epoch`` is the epoch of the table's current owner when several processes serve (``server/lease.py``):
 an owner's writes are refused once a newer owner has raised it; ``actions.epoch`` records which owner stored each
-action (``NULL`` for a single process).
+action (``NULL`` for a single process). ``tables.play_now`` is 1 for a table made by Play now (its bot seats a
+person may take until the start): Play now looks for its next table through ``ix_tables_play_now``.
+``tables.seed_chosen`` is 1 when the creator chose the seed (its deals follow from it alone; never rated).
 
 Kept in step with ``migrations/versions`` (Alembic), which is what creates it.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import JSON, BigInteger, Column, Float, ForeignKey, Integer, MetaData, String, Table
+from sqlalchemy import JSON, BigInteger, Column, Float, ForeignKey, Index, Integer, MetaData, String, Table
 
 metadata = MetaData()
 
@@ -28,6 +30,11 @@ tables = Table(
     Column("totals", JSON, nullable=True),
     Column("winners", JSON, nullable=True),
     Column("epoch", BigInteger, nullable=False, default=0, server_default="0"),
+    Column("play_now", Integer, nullable=False, default=0, server_default="0"),
+    Column("seed_chosen", Integer, nullable=False, default=0, server_default="0"),
+    Index("ix_tables_status_created", "status", "created", "id"),
+    Index("ix_tables_status_finished", "status", "finished", "id"),
+    Index("ix_tables_play_now", "status", "game", "play_now", "created", "id"),
 )
 
 seats = Table(

@@ -27,7 +27,7 @@ from typing import Any
 import msgspec
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import and_, case, create_engine, event, make_url, or_, select, text, update
+from sqlalchemy import and_, case, create_engine, event, literal, make_url, or_, select, text, tuple_, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
@@ -122,6 +122,8 @@ class TableRow:
     hands_played: int | None = None
     totals: list[int] | None = None
     winners: list[int] | None = None
+    seed_chosen: bool = False
+    """The creator chose ``seed``: the deals follow from it alone (``table.hand_seed``) and the table is unrated."""
     seats: list[SeatRow] = field(default_factory=list)
     hands: list[HandRow] = field(default_factory=list)
 
@@ -512,6 +514,48 @@ class Store:
                                        .order_by(t.c.created, t.c.id))).all()
         return [str(r[0]) for r in rows]
 
+    async def ended_tables(self, statuses: tuple[str, ...], before: tuple[str, str] | None,
+                           limit: int) -> list[TableRow]:
+        """Up to ``limit`` tables ended with one of ``statuses`` (``finished``, ``abandoned``), newest first (by
+        ``finished`` time then id, both descending), before the key ``before`` = ``(finished, id)`` (``None``: from
+        the newest), with their seats. One range of ``ix_tables_status_finished`` per status, each of ``limit``
+        keys at most, then the chosen rows: a page costs its own rows, not the number of tables ended."""
+        t = schema.tables
+        keys: list[tuple[str, str]] = []
+        async with self.engine.connect() as conn:
+            for status in statuses:
+                query = select(t.c.finished, t.c.id).where(t.c.status == status, t.c.finished.is_not(None))
+                if before is not None:  # a row value: an index range on both databases, where an OR is a filter
+                    query = query.where(tuple_(t.c.finished, t.c.id) < tuple_(literal(before[0]), literal(before[1])))
+                query = query.order_by(t.c.finished.desc(), t.c.id.desc()).limit(limit)
+                keys.extend((str(r[0]), str(r[1])) for r in (await conn.execute(query)).all())
+        chosen = sorted(keys, reverse=True)[:limit]
+        if not chosen:
+            return []
+        return await self.load_tables(table_ids=[table_id for _, table_id in chosen], newest_first=True)
+
+    async def play_now_tables(self, game: str, bot: str | None, limit: int) -> list[str]:
+        """Ids of up to ``limit`` tables made by Play now for ``game`` that wait for people and have a free seat
+        (an open seat or a bot's), oldest first; with ``bot``, only those whose bots are all ``bot``. A range of
+        ``ix_tables_play_now``: the number of other tables open does not count."""
+        t, s = schema.tables, schema.seats
+        free = select(s.c.seat).where(s.c.table_id == t.c.id, s.c.kind.in_(("open", "bot"))).exists()
+        query = select(t.c.id).where(t.c.status == "open", t.c.game == game, t.c.play_now == 1, free)
+        if bot is not None:
+            query = query.where(~select(s.c.seat).where(s.c.table_id == t.c.id, s.c.kind == "bot",
+                                                        s.c.bot != bot).exists())
+        query = query.order_by(t.c.created, t.c.id).limit(limit)
+        async with self.engine.connect() as conn:
+            return [str(r[0]) for r in (await conn.execute(query)).all()]
+
+    def mark_play_now(self, table_id: str) -> asyncio.Future[None]:
+        """Store that ``table_id`` was made by Play now (:meth:`play_now_tables` finds it from then on)."""
+
+        def fn(conn: Connection) -> None:
+            conn.execute(update(schema.tables).where(schema.tables.c.id == table_id).values(play_now=1))
+
+        return self._fenced(table_id, fn)
+
     def insert_table(self, row: TableRow) -> asyncio.Future[None]:
         """Store a new table and its seats."""
 
@@ -520,6 +564,7 @@ class Store:
                 schema.tables.insert().values(
                     id=row.id, game=row.game, options=row.options, status=row.status, seed=row.seed,
                     grace_seconds=row.grace_seconds, created=row.created, epoch=self.fences.get(row.id, 0),
+                    seed_chosen=int(row.seed_chosen),
                 )
             )
             conn.execute(
@@ -581,11 +626,14 @@ class Store:
 
     async def load_tables(self, *, statuses: tuple[str, ...] | None = None, table_id: str | None = None,
                           table_ids: list[str] | None = None, with_hands: bool = False, newest_first: bool = False,
-                          limit: int | None = None, before: tuple[str, str] | None = None) -> list[TableRow]:
+                          limit: int | None = None, before: tuple[str, str] | None = None,
+                          after: tuple[str, str] | None = None) -> list[TableRow]:
         """Tables by status, id or ids, with their seats and, if ``with_hands``, their hands and actions in order.
 
         ``newest_first``: by ``finished`` time then id, both descending (else by ``created`` then id);
-        ``before``: only tables after ``(finished, id)`` in that order (the next page)."""
+        ``before``: only tables after ``(finished, id)`` in that order (the next page); ``after``: only tables
+        after ``(created, id)`` in the oldest first order (one status and a ``limit``: a range of the index
+        ``ix_tables_status_created``, a page costs its own rows)."""
         t = schema.tables
         query = select(t)
         if statuses is not None:
@@ -596,6 +644,8 @@ class Store:
             query = query.where(t.c.id.in_(table_ids))
         if before is not None:
             query = query.where(or_(t.c.finished < before[0], and_(t.c.finished == before[0], t.c.id < before[1])))
+        if after is not None:  # a row value: an index range on both databases, where an OR is a filter
+            query = query.where(tuple_(t.c.created, t.c.id) > tuple_(literal(after[0]), literal(after[1])))
         query = query.order_by(*((t.c.finished.desc(), t.c.id.desc()) if newest_first else (t.c.created, t.c.id)))
         if limit is not None:
             query = query.limit(limit)
@@ -603,7 +653,7 @@ class Store:
             rows = [
                 TableRow(id=r.id, game=r.game, options=dict(r.options), status=r.status, seed=r.seed,
                          grace_seconds=r.grace_seconds, created=r.created, finished=r.finished, hands_played=r.hands,
-                         totals=r.totals, winners=r.winners)
+                         totals=r.totals, winners=r.winners, seed_chosen=bool(r.seed_chosen))
                 for r in (await conn.execute(query)).all()
             ]
             by_id = {row.id: row for row in rows}

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import hmac
 import logging
 import time
 from collections.abc import Awaitable, Callable, Collection
@@ -23,6 +25,7 @@ from cardtable.games import GameInfo
 from cardtable.server import messages
 from cardtable.server.bots import drive_seat
 from cardtable.server.fairness import FairGate
+from cardtable.server.keys import server_key
 from cardtable.server.play import Peer, Play
 from cardtable.server.results import record_finished
 from cardtable.server.settings import Settings as Settings  # re-exported: the server imports it from here too
@@ -32,6 +35,9 @@ log = logging.getLogger("cardtable.server.table")
 
 STANDIN_BOTS = {"nerts": "greedy:medium", "anemone": "heuristic"}
 """The bot that plays for a person who left or stayed away longer than the table's grace."""
+
+DEAL_KEY = "deal"
+"""The name of the server key mixed into the seeds of the hands it deals (``server/keys.py``)."""
 
 MAX_BATCH = 64
 """Most queued actions applied before one group commit."""
@@ -51,8 +57,16 @@ def refusal_message(kind: str, reason: str, code: str, params: dict[str, Any] | 
     return {"type": kind, **_refusal(reason, code, params)}
 
 
-def hand_seed(seed: int, hand: int) -> int:
-    """The shuffle seed of hand ``hand`` (from 0) of a table seeded with ``seed``."""
+def hand_seed(seed: int, hand: int, key: bytes | None = None) -> int:
+    """The shuffle seed (0 to 2**62 - 1) of hand ``hand`` (from 0) of a table seeded with ``seed``.
+
+    With the server's ``key`` (``keys.server_key(store, "deal")``, for every table whose seed the server chose) it
+    is an HMAC-SHA256 of the seed and the hand, so that knowing a table's seed gives nobody its deals; without
+    (a creator's chosen seed, ``TableRow.seed_chosen``: one person and bots, unrated) a plain function of both,
+    so that the creator can deal the same hands again."""
+    if key is not None:
+        digest = hmac.new(key, f"{seed}:{hand}".encode(), hashlib.sha256).digest()
+        return int.from_bytes(digest[:8], "big") % (2**62)
     return (seed * 1_000_003 + hand * 7919 + 17) % (2**62)
 
 
@@ -143,6 +157,12 @@ class Table:
         self.autostart: asyncio.TimerHandle | None = None
         self.play_now = False
         """True for a table made by Play now: its bot seats are replaceable until the start."""
+        self.moved: set[int] = set()
+        """Seats whose person made a move of their own (through a connection, not a stand-in bot); after a restart,
+        every seat with a move in the record. A person who never moved raises nobody's rating (``results.py``)."""
+        self.creator: str | None = None
+        """The client address the table was made from (set by the lobby; ``None`` after a restart): its searching
+        bots share that address's quota of the bot pool (``server/bots.py``, ``SearchScheduler``)."""
         self.stopped = False
         """Set by :meth:`stop`: later calls are answered 503 at once."""
         self.on_error: Callable[[BaseException], None] | None = None
@@ -170,6 +190,8 @@ class Table:
             self.state, self.hand_index, self.last_ms, self.n_actions = state, h, 0, 0
             for seat, ms, action in hand.actions:
                 state.apply(seat, action, ms)
+                if seat is not None:
+                    self.moved.add(seat)
                 self.last_ms = ms
                 self.n_actions += 1
                 self.version += 1
@@ -343,6 +365,8 @@ class Table:
                 rejected.append((play, _refusal(str(error) or "that action is not allowed now", "action.illegal")))
                 continue
             self.last_ms = ms
+            if play.peer is not None and play.seat is not None:
+                self.moved.add(play.seat)
             rows.append((self.n_actions, play.seat, ms, dict(play.action)))
             self.n_actions += 1
             self.version += 1
@@ -537,7 +561,8 @@ class Table:
         if self.state is not None and not self.state.is_over:
             return
         index = self.hand_index + 1
-        deal = self.match.deal_cards(hand_seed(self.row.seed, index))
+        key = None if self.row.seed_chosen else await server_key(self.store, DEAL_KEY)
+        deal = self.match.deal_cards(hand_seed(self.row.seed, index, key))
         await self.store.insert_hand(self.id, index, deal)
         self.state = self.match.start_hand(deal)
         self.hand_index, self.last_ms, self.n_actions = index, 0, 0
@@ -582,7 +607,8 @@ class Table:
     async def end(self, status: str) -> None:
         """End the table early (the expiry sweep, on the owner): ``closed`` for an open table nobody came to,
         ``abandoned`` for a table in play that no person came back to. The record so far stays; an abandoned
-        table is stored with its totals so far and no winners, and is published like a finished one."""
+        table is stored with its totals so far and no winners, and is published like a finished one; its results
+        are recorded as a finished match's, every person in it counted absent (``results.py``)."""
         self.row.status = status
         if status == "abandoned":
             self.row.finished = now_iso()
@@ -594,6 +620,8 @@ class Table:
         else:
             await self.store.update_status(self.id, status)
         self.broadcast({"type": "table", "table": self.to_dict()})
+        if status == "abandoned":  # rated too: its absent people are last (closing the browser dodges nothing)
+            await record_finished(self)
 
     # -- what connections see ---------------------------------------------------------------------------
 
@@ -614,6 +642,7 @@ class Table:
         starts_at = self.starts_at if self.status == "open" else None
         return {
             "id": self.id, "game": self.game, "options": self.full_options, "status": self.status, "seats": seats,
+            "rated": not self.row.seed_chosen,
             "hand": max(self.hand_index, 0), "totals": list(self.match.totals), "winners": self.match.winners()
             if self.match.is_over else None, "created": self.row.created,
             "starts_at": None if starts_at is None else int(starts_at * 1000),

@@ -15,10 +15,11 @@ from collections.abc import Awaitable, Callable
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from cardtable.server import messages
+from cardtable.server.guard import client_address
 from cardtable.server.manager import Manager
 from cardtable.server.play import Peer, Play
 from cardtable.server.table import Table, TableError, refusal_message
-from cardtable.server.ws_protocol import burst_sender
+from cardtable.server.ws_protocol import burst_sender, connection_budget
 
 RECONNECT_CODE = 1012
 """Close code for "connect again" (``server/cluster.py``: the table moved, or the service is briefly away)."""
@@ -59,7 +60,7 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
     a table nobody owns is taken here, and a connection to a table owned by another process is relayed to it."""
     manager: Manager = websocket.app.state.manager
     settings = manager.settings
-    address = websocket.client.host if websocket.client else "?"
+    address = client_address(websocket)
     counted: str | None = None
     redis_away = False
     if manager.cluster is not None:  # counted over every process, before the client sees the socket open
@@ -123,7 +124,7 @@ async def serve_connection(manager: Manager, table: Table | None, websocket: Web
     settings = manager.settings
     peer = Peer(address=address, max_outbox=settings.max_outbox)
     writer = asyncio.create_task(_writer(websocket, peer))
-    limiter = messages.RateLimiter()
+    limiter = connection_budget(websocket) or messages.RateLimiter()  # shared with its control frames
     identified = False
     deadline = time.monotonic() + messages.HELLO_TIMEOUT_S
     try:
