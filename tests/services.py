@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -30,7 +31,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -285,3 +286,23 @@ def start_server(db: str, *, redis: str | None = None, options: Sequence[str] = 
         server.wait_ready(wait)
     return server
 
+
+
+def serve_in_thread(app: Any, port: int) -> tuple[Any, threading.Thread]:
+    """``app`` served on ``127.0.0.1:port`` by uvicorn with ``cardtable serve``'s configuration
+    (``app.uvicorn_config``, default settings), in a daemon thread of this process (so a test can look at each
+    connection's protocol); returns the ``uvicorn.Server`` once it has started, and its thread. Stop it with
+    ``server.should_exit = True`` and ``thread.join()``."""
+    import uvicorn
+
+    from cardtable.server.app import uvicorn_config
+    from cardtable.server.settings import Settings
+
+    running = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port, Settings()))
+    thread = threading.Thread(target=running.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not running.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    return running, thread

@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 from alembic import command
-from alembic.config import Config
 from sqlalchemy import inspect
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-import cardtable.server.store as store_module
-from cardtable.server.store import Store
+from cardtable.server.store import Store, alembic_config
 
 ACCOUNT_TABLES = {"accounts", "sessions", "ratings", "rating_history", "player_stats", "seat_accounts", "match_seats",
                   "server_keys"}
-
-
-def _config(connection: Connection) -> Config:
-    folder = Path(store_module.__file__).parent
-    config = Config(str(folder / "alembic.ini"))
-    config.set_main_option("script_location", str(folder / "migrations"))
-    config.attributes["connection"] = connection
-    return config
 
 
 def _tables(connection: Connection) -> set[str]:
@@ -38,10 +27,10 @@ async def _round_trip(url: str) -> None:
         async with engine.begin() as conn:
             after_up = await conn.run_sync(_tables)
             assert after_up >= ACCOUNT_TABLES and "tables" in after_up
-            await conn.run_sync(lambda c: command.downgrade(_config(c), "0001"))
+            await conn.run_sync(lambda c: command.downgrade(alembic_config(c), "0001"))
             after_down = await conn.run_sync(_tables)
             assert not ACCOUNT_TABLES & after_down and {"tables", "seats", "hands", "actions"} <= after_down
-            await conn.run_sync(lambda c: command.upgrade(_config(c), "heads"))
+            await conn.run_sync(lambda c: command.upgrade(alembic_config(c), "heads"))
             assert await conn.run_sync(_tables) == after_up
     finally:
         await engine.dispose()

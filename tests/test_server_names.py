@@ -17,18 +17,15 @@ from urllib.parse import quote
 import pytest
 import sqlalchemy as sa
 from alembic import command
-from alembic.config import Config
 from argon2 import PasswordHasher
-from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import create_async_engine
 from starlette.testclient import TestClient
 
-import cardtable.server.store as store_module
 from cardtable.server import accounts, names
 from cardtable.server import players_schema as ps
 from cardtable.server.app import create_app
-from cardtable.server.store import Store
+from cardtable.server.store import Store, alembic_config
 from cardtable.server.table import Settings
 
 ORIGIN = {"Origin": "http://testserver"}
@@ -181,21 +178,13 @@ def test_the_skeleton_is_unique_in_the_database(client: TestClient) -> None:
         client.portal.call(insert_look_alike)  # type: ignore[union-attr]
 
 
-def _config(connection: Connection) -> Config:
-    folder = Path(store_module.__file__).parent
-    config = Config(str(folder / "alembic.ini"))
-    config.set_main_option("script_location", str(folder / "migrations"))
-    config.attributes["connection"] = connection
-    return config
-
-
 async def _migrate_old_accounts(url: str) -> dict[str, str | None]:
     store = await Store.open(url)
     await store.close()
     engine = create_async_engine(url)
     try:
         async with engine.begin() as conn:
-            await conn.run_sync(lambda c: command.downgrade(_config(c), "names_0001-1"))
+            await conn.run_sync(lambda c: command.downgrade(alembic_config(c), "names_0001-1"))
             for i, name in enumerate(["ana", "\u0430na", "ben", "greedy hard"]):
                 await conn.execute(sa.text(
                     "INSERT INTO accounts (kind, name, name_key, password_hash, created, deleted) "
@@ -203,7 +192,7 @@ async def _migrate_old_accounts(url: str) -> dict[str, str | None]:
                     {"name": name, "key": names.name_key(name), "created": f"2026-01-0{i + 1}T00:00:00Z"})
             await conn.execute(sa.text("INSERT INTO accounts (kind, name, created, deleted) "
                                        "VALUES ('bot', 'greedy:hard', '2026-01-01T00:00:00Z', 0)"))
-            await conn.run_sync(lambda c: command.upgrade(_config(c), "heads"))
+            await conn.run_sync(lambda c: command.upgrade(alembic_config(c), "heads"))
             rows = (await conn.execute(sa.text("SELECT name, name_skeleton FROM accounts"))).all()
             return {row.name: row.name_skeleton for row in rows}
     finally:

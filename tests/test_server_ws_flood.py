@@ -31,8 +31,9 @@ from websockets.sync.client import connect
 from websockets.uri import parse_uri
 
 from cardtable.server import messages
-from cardtable.server.app import create_app, uvicorn_config
+from cardtable.server.app import create_app
 from cardtable.server.table import Settings
+from services import serve_in_thread
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -72,13 +73,7 @@ def server(tmp_path: Path) -> Iterator[tuple[uvicorn.Server, int, Traces]]:
     test can see each connection's write buffer); yields the server, its port and the tracebacks it logs."""
     port = free_port()
     app = create_app(f"sqlite+aiosqlite:///{tmp_path / 'flood.db'}", Settings())
-    running = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port, Settings()))
-    thread = threading.Thread(target=running.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not running.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
+    running, thread = serve_in_thread(app, port)
     traces = Traces()  # after uvicorn configured its logging (which replaces handlers)
     watched = [logging.getLogger(name) for name in ("", "uvicorn", "uvicorn.error", "cardtable")]
     for logger in watched:

@@ -15,13 +15,13 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from websockets.exceptions import ConnectionClosedOK
 from websockets.sync.client import connect
 
-from cardtable.server.app import create_app, uvicorn_config
+from cardtable.server.app import create_app
 from cardtable.server.table import Settings
 from cardtable.server.ws_protocol import EXTENSION, burst_sender
+from services import serve_in_thread
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -89,22 +89,12 @@ def free_port() -> int:
         return port
 
 
-def serve(app: Any, port: int) -> tuple[uvicorn.Server, threading.Thread]:
-    settings = Settings()
-    running = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port, settings))
-    thread = threading.Thread(target=running.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not running.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    return running, thread
 
 
 @pytest.fixture
 def recorder() -> Iterator[tuple[Recorder, int]]:
     app, port = Recorder(), free_port()
-    running, thread = serve(app, port)
+    running, thread = serve_in_thread(app, port)
     yield app, port
     running.should_exit = True
     thread.join(10)
@@ -147,7 +137,7 @@ def test_a_burst_to_a_client_gone_is_refused() -> None:
             outcome.append(type(error).__name__)
 
     port = free_port()
-    running, thread = serve(app, port)
+    running, thread = serve_in_thread(app, port)
     try:
         ws = connect(f"ws://127.0.0.1:{port}/")
         ws.socket.shutdown(socket.SHUT_RDWR)
@@ -167,7 +157,7 @@ def test_a_table_plays_over_bursts(tmp_path: Path) -> None:
     connection's scope offered the burst send (so the writer used it)."""
     port = free_port()
     app = create_app(f"sqlite+aiosqlite:///{tmp_path / 'burst.db'}", Settings())
-    running, thread = serve(app, port)
+    running, thread = serve_in_thread(app, port)
     try:
         base = f"http://127.0.0.1:{port}"
         made = httpx.post(f"{base}/api/tables", json={"game": "nerts", "options": {"players": 2}}).json()

@@ -45,6 +45,7 @@ from cardtable.games import game_names
 from cardtable.server import players_schema as ps
 from cardtable.server import schema
 from cardtable.server.guard import client_address, error_responses, own_origin, parse_origin
+from cardtable.server.keys import server_key
 from cardtable.server.names import NameRefused, check_name, has_control, name_key, name_skeleton
 from cardtable.server.store import Store
 from cardtable.server.tokens import hash_token
@@ -489,23 +490,8 @@ async def delete_me(request: Request) -> Response:
 # -- seats tied to accounts -----------------------------------------------------------------------------------
 
 async def _seat_key(store: Store) -> bytes:
-    """The server's key for seat tokens of signed-in players (made once, kept in ``server_keys``)."""
-    cached = getattr(store, "_seat_key", None)
-    if isinstance(cached, bytes):
-        return cached
-    k = ps.server_keys
-    fresh = secrets.token_urlsafe(48)
-
-    def fn(conn: Connection) -> None:
-        if conn.execute(select(k.c.value).where(k.c.name == "seat")).first() is None:
-            conn.execute(insert(k).values(name="seat", value=fresh))
-
-    await store.write(fn)
-    async with store.engine.connect() as conn:
-        value = (await conn.execute(select(k.c.value).where(k.c.name == "seat"))).scalar_one()
-    key = str(value).encode()
-    store._seat_key = key  # type: ignore[attr-defined]
-    return key
+    """The server's key for seat tokens of signed-in players (``keys.server_key``'s ``seat``)."""
+    return await server_key(store, "seat")
 
 
 def _seat_token(key: bytes, table_id: str, seat: int, account_id: int) -> str:

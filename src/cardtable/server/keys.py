@@ -2,15 +2,17 @@
 process and every restart uses the same ones.
 
 ``deal``: mixed into each hand's shuffle seed (``table.hand_seed``), so that nobody who learns a table's seed can
-deal its hands. (The seat-token key, ``seat``, is ``accounts._seat_key``'s.)
+deal its hands. ``seat``: the seat tokens of signed-in players (``accounts.bind_seat``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 
 from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
 
 from cardtable.server import players_schema as ps
 from cardtable.server.store import Store
@@ -32,7 +34,8 @@ async def server_key(store: Store, name: str) -> bytes:
         if conn.execute(select(k.c.value).where(k.c.name == name)).first() is None:
             conn.execute(insert(k).values(name=name, value=fresh))
 
-    await store.write(fn)
+    with contextlib.suppress(IntegrityError):  # another process stored it first: read theirs
+        await store.write(fn)
     async with store.engine.connect() as conn:
         value = (await conn.execute(select(k.c.value).where(k.c.name == name))).scalar_one()
     key = str(value).encode()

@@ -230,7 +230,12 @@ class Manager:
             return
         if self.tables.get(table.id) is not table:
             return
-        del self.tables[table.id]
+        await self._forget(table)
+
+    async def _forget(self, table: Table) -> None:
+        """Take ``table`` out of this process: out of the registry and the listing, its autostart disarmed, its
+        connections closed, its owner stopped."""
+        self.tables.pop(table.id, None)
         self.listing.discard(table)
         self._disarm_autostart(table)
         table.flush_spectators()
@@ -254,13 +259,7 @@ class Manager:
             return
         if ended:
             log.info("table %s: %s", table.id, status)
-            self.tables.pop(table.id, None)
-            self.listing.discard(table)
-            self._disarm_autostart(table)
-            table.flush_spectators()
-            for peer in table.all_peers():
-                peer.close()
-            await table.stop()
+            await self._forget(table)
 
     # -- lobby ---------------------------------------------------------------------------------------
 

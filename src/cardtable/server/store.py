@@ -142,11 +142,16 @@ def _set_sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def _run_migrations(connection: Connection) -> None:
+def alembic_config(connection: Connection) -> Config:
+    """Alembic's configuration of the server's migrations (``server/migrations``), run on ``connection``."""
     config = Config(str(Path(__file__).with_name("alembic.ini")))
     config.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
     config.attributes["connection"] = connection
-    command.upgrade(config, "head")
+    return config
+
+
+def _run_migrations(connection: Connection) -> None:
+    command.upgrade(alembic_config(connection), "head")
 
 
 ActionParams = tuple[str, int, int, int | None, int, str, int | None]
