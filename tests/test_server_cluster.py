@@ -9,6 +9,7 @@ acknowledged twice with different actions (a fork), fails. Epochs stored with th
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import signal
@@ -340,3 +341,221 @@ def test_a_seat_taken_through_another_process_belongs_to_the_account(pg_db: str,
     assert [t["seats"][1]["account"] for t in finished if t["id"] == tid] == ["cora"]
     for proc in (a, b):
         assert httpx.get(f"{proc.base}/api/me/seats", cookies=cookies, timeout=20).json() == []
+
+
+LOST_LEASE_MS = 1500
+"""A short lease (renewed every 0.5 s): a lost one is noticed within a second, and a loaded machine still renews
+on time (each renewal may take 0.5 s)."""
+
+
+async def test_a_table_whose_lease_was_lost_is_dropped_here_and_its_lease_left_alone(pg_db: str,
+                                                                                      redis_url: str) -> None:
+    """In one process on the real PostgreSQL and Redis: a lease found held by another process (ours expired while
+    this process was paused, and it was taken) drops the table here: out of the tables served, owned and fenced,
+    its lease not released (it is the other process's now), and the table located at that process. A lost lease
+    reported for an epoch no longer held (the table taken again since) drops nothing."""
+    from redis.asyncio import Redis as AsyncRedis
+
+    from cardtable.server.cluster import Cluster, ClusterSettings
+    from cardtable.server.lease import LEASE_PREFIX
+    from cardtable.server.manager import Manager
+    from cardtable.server.store import Store
+    from cardtable.server.table import Settings
+    from polling import until
+
+    store = await Store.open(pg_db, cluster=True)
+    cluster = await Cluster.open(redis_url, store, ClusterSettings(lease_ms=LOST_LEASE_MS, sweep_s=600))
+    manager = await Manager.open(store, Settings(hand_pause_s=0.05, bot_pace=0.05), cluster)
+    redis = AsyncRedis.from_url(redis_url)
+    try:
+        kept, lost = [(await manager.create("nerts", {"players": 2}, None, "ana", None, 60))[0].id
+                      for _ in range(2)]
+        epoch = cluster.owned[lost]
+        cluster._leases_lost({lost: epoch + 1})  # an old report: the epoch held now is another one
+        await asyncio.sleep(0)
+        assert lost in manager.tables and cluster.owned[lost] == epoch
+        await redis.set(LEASE_PREFIX + lost, f"elsewhere-1:{epoch + 1}", px=30_000)
+        await until(lambda: lost not in manager.tables and lost not in store.fences, 10)  # the drop is done
+        assert lost not in cluster.owned
+        assert await redis.get(LEASE_PREFIX + lost) == f"elsewhere-1:{epoch + 1}".encode()  # not released
+        assert await cluster.locate(lost) == "elsewhere-1"  # served there now, not here
+        assert kept in manager.tables and await cluster.leases.owner(kept) == (cluster.process, cluster.owned[kept])
+    finally:
+        await redis.aclose()
+        await manager.close()
+        await cluster.close()
+        await store.close()
+
+
+def test_a_table_whose_lease_was_lost_is_no_longer_served(pg_db: str, redis_url: str) -> None:
+    """A real server (uvicorn, in a thread) whose table's lease another process took: the seat's connection is
+    closed with 1012 (reconnect), a join at this process is not stored here (forwarded to the lease's holder,
+    which does not answer: 503), and nothing more for the table is stored."""
+    import asyncio as aio
+    import threading
+
+    import uvicorn
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    from cardtable.server.app import create_app, uvicorn_config
+    from cardtable.server.lease import LEASE_PREFIX, parse_lease
+    from cardtable.server.store import Store
+    from cardtable.server.table import Settings
+
+    port = free_port()
+    settings = Settings(hand_pause_s=0.05, bot_pace=0.05, lease_ms=LOST_LEASE_MS, sweep_s=600, call_timeout_s=1.0)
+    app = create_app(pg_db, settings, redis_url)
+    running = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port, settings))
+    thread = threading.Thread(target=running.run, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{port}"
+    redis = Redis.from_url(redis_url)
+    try:
+        wait_for(lambda: port_open(port) and httpx.get(f"{base}/api/games", timeout=5).status_code == 200, 60,
+                 "the server to answer")
+        made = httpx.post(f"{base}/api/tables", json={"game": "nerts", "options": {"players": 2}}, timeout=20)
+        assert made.status_code == 201, made.text
+        tid, token = made.json()["table"]["id"], made.json()["token"]
+        with connect(f"ws://127.0.0.1:{port}/ws/tables/{tid}", open_timeout=10) as ws:
+            ws.send(json.dumps({"type": "hello", "token": token}))
+            while json.loads(ws.recv(timeout=10))["type"] != "snapshot":
+                pass
+            held = parse_lease(redis.get(LEASE_PREFIX + tid))
+            assert held is not None
+            redis.set(LEASE_PREFIX + tid, f"elsewhere-1:{held[1] + 1}", px=30_000)
+            deadline = time.monotonic() + 10
+            code = None
+            while code is None:
+                assert time.monotonic() < deadline, "the connection was not closed"
+                try:
+                    ws.recv(timeout=0.5)
+                except TimeoutError:
+                    continue
+                except ConnectionClosed as closed:  # by the server
+                    assert closed.rcvd is not None
+                    code = closed.rcvd.code
+        assert code == 1012
+        assert tid not in app.state.manager.tables
+        joined = httpx.post(f"{base}/api/tables/{tid}/join", json={"name": "bo"}, timeout=20)
+        assert joined.status_code == 503, joined.text
+
+        async def stored_seats() -> list[str]:
+            store = await Store.open(pg_db)
+            try:
+                (row,) = await store.load_tables(table_id=tid)
+                return [seat.kind for seat in row.seats]
+            finally:
+                await store.close()
+
+        assert aio.run(stored_seats()) == ["person", "open"]
+    finally:
+        redis.close()
+        running.should_exit = True
+        thread.join(30)
+    assert not thread.is_alive()
+
+
+async def _one_process(pg_db: str, redis_url: str, lease_ms: int = LOST_LEASE_MS) -> Any:
+    """A store, cluster and manager of one process on ``pg_db`` and ``redis_url`` (``close_one`` ends them)."""
+    from cardtable.server.cluster import Cluster, ClusterSettings
+    from cardtable.server.manager import Manager
+    from cardtable.server.store import Store
+    from cardtable.server.table import Settings
+
+    store = await Store.open(pg_db, cluster=True)
+    cluster = await Cluster.open(redis_url, store, ClusterSettings(lease_ms=lease_ms, sweep_s=600))
+    return store, cluster, await Manager.open(store, Settings(hand_pause_s=0.05, bot_pace=0.05), cluster)
+
+
+async def _close_one(store: Any, cluster: Any, manager: Any) -> None:
+    await manager.close()
+    await cluster.close()
+    await store.close()
+
+
+async def test_a_take_whose_epoch_moves_keeps_an_expiring_lease_at_the_databases_epoch(pg_db: str,
+                                                                                       redis_url: str) -> None:
+    """Redis lost its counters (restarted empty) while the database holds epoch 7: the take's lease follows the
+    database (epoch 8) and still expires within a lease time; the table plays and stores at that epoch."""
+    from redis.asyncio import Redis as AsyncRedis
+    from sqlalchemy import select
+
+    from cardtable.server import schema
+    from cardtable.server.lease import EPOCH_PREFIX, LEASE_PREFIX
+    from cardtable.server.manager import Manager
+    from cardtable.server.play import Play
+    from cardtable.server.store import Store
+    from cardtable.server.table import Settings, Table
+
+    store = await Store.open(pg_db)  # a process of old that created it and is gone
+    manager = await Manager.open(store, Settings(hand_pause_s=0.05, bot_pace=0.05))
+    try:
+        table, _, first = await manager.create("nerts", {"players": 2}, None, "ana", None, 60)
+        await manager.join(table.id, "bo", None)
+        await manager.start(table.id, first)
+        tid = table.id
+        assert await store.take(tid, 7) == 7
+    finally:
+        await manager.close()
+        await store.close()
+    store, cluster, manager = await _one_process(pg_db, redis_url)
+    redis = AsyncRedis.from_url(redis_url)
+    try:
+        taken = await cluster.take(tid)
+        assert isinstance(taken, Table) and manager.tables[tid] is taken
+        assert cluster.owned[tid] == store.fences[tid] == 8
+        assert await cluster.leases.owner(tid) == (cluster.process, 8)
+        assert 0 < await redis.pttl(LEASE_PREFIX + tid) <= LOST_LEASE_MS
+        assert await redis.get(EPOCH_PREFIX + tid) == b"8"
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        state = taken.state
+        assert state is not None
+        taken.submit_play(Play(0, state.legal_actions(0)[0], future=future))
+        ok, _ = await future
+        assert ok
+        actions = schema.actions
+        async with store.engine.connect() as conn:
+            epochs = (await conn.execute(select(actions.c.epoch).where(actions.c.table_id == tid).distinct())).all()
+        assert [row.epoch for row in epochs] == [8]
+    finally:
+        await redis.aclose()
+        await _close_one(store, cluster, manager)
+
+
+async def test_handing_over_releases_every_lease_names_each_table_and_takes_nothing_more(pg_db: str,
+                                                                                          redis_url: str) -> None:
+    """SIGTERM's hand-over: every table stops here, its lease is released at once (not left to expire) and its id
+    published on ``ct:released``; afterwards this process neither creates nor takes a table."""
+    from redis.asyncio import Redis as AsyncRedis
+
+    from cardtable.server.cluster import RELEASED
+    from cardtable.server.lease import LEASE_PREFIX
+    from cardtable.server.table import TableError
+
+    store, cluster, manager = await _one_process(pg_db, redis_url)
+    redis = AsyncRedis.from_url(redis_url)
+    pubsub = redis.pubsub()
+    try:
+        ids = {(await manager.create("nerts", {"players": 2}, None, "ana", None, 60))[0].id for _ in range(2)}
+        await pubsub.subscribe(RELEASED)
+        assert (await pubsub.get_message(timeout=5))["type"] == "subscribe"
+        await cluster.hand_over()
+        assert cluster.draining and not manager.tables and not cluster.owned and not store.fences
+        assert await redis.exists(*(LEASE_PREFIX + t for t in ids)) == 0
+        named: set[str] = set()
+        while len(named) < len(ids):
+            message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=5)
+            assert message is not None, named
+            named.add(message["data"].decode())
+        assert named == ids
+        await cluster.hand_over()  # once only
+        assert await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.2) is None
+        with pytest.raises(TableError) as refused:
+            await cluster.claim_new("another")
+        assert refused.value.status == 503
+        assert await cluster.take(next(iter(ids))) is None and not manager.tables
+    finally:
+        await pubsub.aclose()  # type: ignore[no-untyped-call]
+        await redis.aclose()
+        await _close_one(store, cluster, manager)

@@ -5,16 +5,22 @@ whose epoch is no longer the table's is refused with nothing stored."""
 from __future__ import annotations
 
 import asyncio
+import socket
+import time
+from collections.abc import Awaitable, Callable
 
 import pytest
+from redis import Redis as SyncRedis
 from redis.asyncio import Redis
 from sqlalchemy import select, text
 from sqlalchemy.engine import Connection
 
 from cardtable.server import lease as lease_module
-from cardtable.server.lease import Leases
+from cardtable.server.lease import EPOCH_PREFIX, LEASE_PREFIX, LeaseKeeper, Leases, lease_value, parse_lease
 from cardtable.server.store import Fenced, SeatRow, Store, TableRow
-from services import Postgres, new_database
+from cluster_harness import TcpProxy
+from polling import until
+from services import Postgres, free_port, new_database
 
 
 def test_one_holder_at_a_time_and_only_it_renews_or_releases(redis_url: str) -> None:
@@ -241,3 +247,236 @@ async def test_taking_many_tables_raises_each_epoch_and_skips_those_not_live(db_
         assert [row.id for row in await store.load_tables(table_ids=["t3", "t1", "zz"])] == ["t1", "t3"]
     finally:
         await store.close()
+
+
+def test_a_lease_whose_epoch_moves_still_expires_and_only_its_holder_moves_it(redis_url: str) -> None:
+    async def go() -> None:
+        redis = Redis.from_url(redis_url)
+        try:
+            first, second = Leases(redis, "p1", 800), Leases(redis, "p2", 800)
+            assert await first.acquire("t") == 1
+            await redis.pexpire(LEASE_PREFIX + "t", 100)  # about to lapse: the move gives it a whole lease again
+            assert await first.move_epoch("t", 1, 5)
+            assert await first.owner("t") == ("p1", 5)
+            assert 500 < await redis.pttl(LEASE_PREFIX + "t") <= 800  # expires: never a lease for good
+            assert await redis.get(EPOCH_PREFIX + "t") == b"5"
+            assert not await second.move_epoch("t", 5, 9)  # not its lease: the lease is left as it was
+            assert await first.owner("t") == ("p1", 5) and await redis.pttl(LEASE_PREFIX + "t") <= 800
+            assert await redis.get(EPOCH_PREFIX + "t") == b"9"  # the counter follows the database's epoch
+            assert not await first.move_epoch("t", 1, 3)  # an old epoch of its own: not its lease any more
+            assert await first.owner("t") == ("p1", 5)
+            assert await redis.get(EPOCH_PREFIX + "t") == b"9"  # never lowered
+            assert await first.release("t", 5) and await first.owner("t") is None
+            assert await second.acquire("t") == 10  # the next owner's epoch is above every one seen
+            assert 0 < await redis.pttl(LEASE_PREFIX + "t") <= 800
+        finally:
+            await redis.aclose()
+
+    asyncio.run(go())
+
+
+def test_lease_values_name_the_process_and_the_epoch() -> None:
+    assert lease_value("host-1-ab", 7) == "host-1-ab:7"
+    assert parse_lease(b"host:1:ab:7") == ("host:1:ab", 7)  # a process id with colons (an IPv6 host name)
+    assert parse_lease("p:12") == ("p", 12) and parse_lease(None) is None
+
+
+def test_renewing_extends_each_lease_to_a_whole_lease_time(redis_url: str) -> None:
+    async def go() -> None:
+        redis = Redis.from_url(redis_url)
+        try:
+            leases = Leases(redis, "p1", 1000)
+            assert await leases.acquire_many(["a", "b"]) == {"a": 1, "b": 1}
+            for key in ("a", "b"):
+                await redis.pexpire(LEASE_PREFIX + key, 50)
+            assert await leases.renew({"a": 1, "b": 1}) == set()
+            for key in ("a", "b"):
+                assert 800 < await redis.pttl(LEASE_PREFIX + key) <= 1000
+        finally:
+            await redis.aclose()
+
+    asyncio.run(go())
+
+
+class Reported:
+    """What a :class:`LeaseKeeper` reported lost, as the event loop received it."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, int]] = []
+
+    def __call__(self, lost: dict[str, int]) -> None:
+        self.calls.append(dict(lost))
+
+
+async def test_the_keeper_renews_reports_lost_leases_and_marks_the_process_alive(
+        redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lease_module, "CHUNK", 2)  # several chunks: the lost ones still line up with their tables
+    redis = Redis.from_url(redis_url)
+    mine = Leases(redis, "p1", 1000)
+    owned = await mine.acquire_many(["a", "b", "c"])
+    assert owned == {"a": 1, "b": 1, "c": 1}
+    reported = Reported()
+    keeper = LeaseKeeper(redis_url, "p1", 1000, owned, "ct:alive:p1", reported, asyncio.get_running_loop())
+    try:
+        assert keeper.stall_s == 3.0
+        for key in owned:
+            await redis.pexpire(LEASE_PREFIX + key, 50)
+        assert keeper.renew_once() == {} and keeper.renewals == 1
+        for key in owned:
+            assert 800 < await redis.pttl(LEASE_PREFIX + key) <= 1000
+        assert 800 < await redis.pttl("ct:alive:p1") <= 1000  # alive as long as a lease, no longer
+        await redis.set(LEASE_PREFIX + "c", "p2:2", px=5000)  # taken by another process after ours expired
+        owned["d"] = 4  # ours in the map, not in Redis (lost, Redis restarted)
+        assert keeper.renew_once() == {"c": 1, "d": 4}
+        assert await mine.owner("c") == ("p2", 2)  # another's lease is never extended or touched
+        assert 4000 < await redis.pttl(LEASE_PREFIX + "c") <= 5000
+        # the loop silent past the stall time: nothing renewed, nothing reported
+        for key in ("a", "b"):
+            await redis.pexpire(LEASE_PREFIX + key, 300)
+        keeper._beat -= keeper.stall_s + 0.1
+        assert keeper.renew_once() is None and keeper.renewals == 2
+        assert await redis.pttl(LEASE_PREFIX + "a") <= 300
+        keeper.beat()  # alive again
+        assert keeper.renew_once() == {"c": 1, "d": 4}
+        assert 800 < await redis.pttl(LEASE_PREFIX + "a") <= 1000
+        # from its thread: lost leases reach the event loop
+        del owned["d"]
+        keeper.start()
+        await until(lambda: reported.calls)
+        assert reported.calls[0] == {"c": 1}
+        assert await redis.pttl(LEASE_PREFIX + "a") > 0
+    finally:
+        await asyncio.to_thread(keeper.stop)
+        await redis.aclose()
+    assert not keeper._thread.is_alive()
+
+
+async def test_the_keeper_renews_on_time_from_its_thread_and_stops_when_the_loop_stalls(redis_url: str) -> None:
+    redis = Redis.from_url(redis_url)
+    owned = await Leases(redis, "p1", 600).acquire_many(["a"])
+    reported = Reported()
+    keeper = LeaseKeeper(redis_url, "p1", 600, owned, "ct:alive:p1", reported, asyncio.get_running_loop())
+    try:
+        keeper.start()
+        # a daemon thread (the process may end without stopping it), named for the process in thread dumps
+        assert keeper._thread.daemon and keeper._thread.name == "cardtable-leases-p1"
+        start = time.monotonic()
+        while time.monotonic() - start < 1.5:  # over two lease times: renewed all along, nothing lost
+            assert await redis.get(LEASE_PREFIX + "a") == b"p1:1"
+            keeper.beat()
+            await asyncio.sleep(0.05)
+        assert keeper.renewals >= 4 and reported.calls == []
+        keeper._beat -= 10.0  # the loop stuck for good: the lease lapses
+        await until_async(lambda: redis.exists(LEASE_PREFIX + "a"), want=0)
+        assert reported.calls == []
+        keeper.beat()  # the loop back: the thread renews again (and finds the lapsed lease lost)
+        await until(lambda: reported.calls, 10)
+        assert reported.calls[0] == {"a": 1}
+    finally:
+        await asyncio.to_thread(keeper.stop)
+        await redis.aclose()
+
+
+async def until_async(probe: Callable[[], Awaitable[object]], want: object, timeout: float = 30.0) -> None:
+    """Return once ``await probe()`` equals ``want``, polling every 10 ms; ``AssertionError`` after ``timeout``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while await probe() != want:
+        assert loop.time() < deadline, "timed out"
+        await asyncio.sleep(0.01)
+
+
+async def test_the_keeper_drops_every_table_when_redis_is_away(redis_url: str) -> None:
+    owned = {"a": 3, "b": 4}
+    reported = Reported()
+    away = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    keeper = LeaseKeeper(away, "p1", 300, owned, "ct:alive:p1", reported, asyncio.get_running_loop())
+    try:
+        keeper.start()
+        started = time.monotonic()
+        await until(lambda: reported.calls)
+        # not before LOST_ALL_AFTER of a lease time (another process cannot have taken them before it expires)
+        assert time.monotonic() - started >= 0.3 * lease_module.LOST_ALL_AFTER
+        assert reported.calls[0] == {"a": 3, "b": 4}
+    finally:
+        await asyncio.to_thread(keeper.stop)
+
+
+def test_the_keeper_reports_nothing_once_the_loop_is_closed(redis_url: str) -> None:
+    """A report arriving as the process ends (its event loop closed) is dropped without an error."""
+    loop = asyncio.new_event_loop()
+    loop.close()
+    reported = Reported()
+    keeper = LeaseKeeper(redis_url, "p1", 600, {"a": 1}, "ct:alive:p1", reported, loop)
+    try:
+        keeper._report({"a": 1})
+        assert reported.calls == []
+    finally:
+        keeper.stop()
+
+
+async def test_the_keeper_drops_every_table_when_redis_stops_answering(redis_url: str) -> None:
+    """A Redis that takes the connection and never answers (a hung server, a dead link): each renewal gives up
+    after a third of a lease time, and every table is dropped before its lease can have expired."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # connections complete in the backlog; nothing is ever read or written
+        owned = {"a": 3}
+        reported = Reported()
+        keeper = LeaseKeeper(f"redis://127.0.0.1:{silent.getsockname()[1]}/0", "p1", 600, owned, "ct:alive:p1",
+                             reported, asyncio.get_running_loop())
+        try:
+            keeper.start()
+            started = time.monotonic()
+            await until(lambda: reported.calls, 10)
+            assert reported.calls[0] == {"a": 3}
+            assert time.monotonic() - started < 3.0  # a few lease times at most, even on a loaded machine
+        finally:
+            await asyncio.to_thread(keeper.stop)
+
+
+async def test_the_keeper_drops_every_table_when_redis_goes_away_after_renewing(redis_url: str) -> None:
+    """Renewals that worked, then Redis cut off: every table is reported lost once renewals have failed for
+    ``LOST_ALL_AFTER`` of a lease time since the last one that worked, and the thread lives on to renew again."""
+    proxy = TcpProxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
+    redis = Redis.from_url(redis_url)
+    await redis.set(LEASE_PREFIX + "a", "p1:3", px=600)
+    reported = Reported()
+    keeper = LeaseKeeper(f"redis://127.0.0.1:{proxy.port}/0", "p1", 600, {"a": 3}, "ct:alive:p1", reported,
+                         asyncio.get_running_loop())
+    try:
+        keeper.start()
+        await until(lambda: keeper.renewals >= 2, 10)
+        proxy.cut()
+        await until(lambda: reported.calls, 10)
+        assert reported.calls[0] == {"a": 3}
+        assert keeper._thread.is_alive()
+    finally:
+        await asyncio.to_thread(keeper.stop)
+        proxy.close()
+        await redis.aclose()
+
+
+async def test_the_keeper_drops_every_table_before_its_lease_expires(redis_url: str) -> None:
+    """``LOST_ALL_AFTER``'s promise: with Redis cut off, the tables are dropped here while their leases still hold
+    (so no other process can have taken one yet)."""
+    proxy = TcpProxy(int(redis_url.rsplit(":", 1)[1].split("/")[0]))
+    direct = SyncRedis.from_url(redis_url)
+    direct.set(LEASE_PREFIX + "a", "p1:3", px=1500)
+    left_ms: list[int] = []  # the lease's time left in Redis when its loss reached the loop
+
+    def lost(_leases: dict[str, int]) -> None:
+        left_ms.append(direct.pttl(LEASE_PREFIX + "a"))
+
+    keeper = LeaseKeeper(f"redis://127.0.0.1:{proxy.port}/0", "p1", 1500, {"a": 3}, "ct:alive:p1", lost,
+                         asyncio.get_running_loop())
+    try:
+        keeper.start()
+        await until(lambda: keeper.renewals >= 2, 10)
+        proxy.cut()
+        await until(lambda: left_ms, 10)
+        assert left_ms[0] > 0
+    finally:
+        await asyncio.to_thread(keeper.stop)
+        proxy.close()
+        direct.close()

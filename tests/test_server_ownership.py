@@ -95,10 +95,15 @@ def wait_results(client: TestClient, table_id: str, seats: int, timeout_s: float
     raise AssertionError(f"table {table_id}: its results were never stored")
 
 
-def play_to_the_end(client: TestClient, table_id: str, token: str) -> None:
-    """Play the token's seat through a WebSocket (its first legal action each time) until the match ends."""
+def play_to_the_end(client: TestClient, table_id: str, token: str, start: bool = False) -> None:
+    """Play the token's seat through a WebSocket (its first legal action each time) until the match ends; with
+    ``start``, start the table once the seat is connected (so that no stand-in plays for it before its first move,
+    however slow the machine)."""
     with client.websocket_connect(f"/ws/tables/{table_id}") as ws:
         ws.send_json({"type": "hello", "token": token})
+        if start:
+            assert ws.receive_json()["type"] == "welcome"
+            client.post(f"/api/tables/{table_id}/start", json={"token": token})
         seq = 0
         while True:
             message = ws.receive_json()
@@ -128,8 +133,7 @@ def test_a_seeded_table_of_one_person_and_bots_is_unrated(client: TestClient) ->
         "seats": [{"kind": "open"}, {"kind": "bot", "bot": "heuristic"}]}).json()
     table_id, token = made["table"]["id"], made["token"]
     assert made["table"]["rated"] is False
-    client.post(f"/api/tables/{table_id}/start", json={"token": token})
-    play_to_the_end(client, table_id, token)
+    play_to_the_end(client, table_id, token, start=True)
     rows = wait_results(client, table_id, 2)
     assert [row.ordinal_after for row in rows] == [None, None]
     assert ratings_of(client, account_id(client, "Solo")) == []
@@ -175,8 +179,7 @@ def test_leaving_unbinds_and_a_strangers_result_is_not_credited(client: TestClie
     assert client.get("/api/me/seats").json() == []
     stranger = as_(client, None).post(f"/api/tables/{table_id}/join", json={"name": "stranger"}).json()
     assert stranger["seat"] == 0 and stranger["table"]["seats"][0]["account"] is None
-    client.post(f"/api/tables/{table_id}/start", json={"token": stranger["token"]})
-    play_to_the_end(client, table_id, stranger["token"])
+    play_to_the_end(client, table_id, stranger["token"], start=True)
     rows = wait_results(client, table_id, 2)
     assert rows[0].account_id is None and rows[0].name == "stranger"
     m = ps.match_seats
@@ -259,8 +262,7 @@ def test_an_account_that_never_plays_raises_nobodys_rating(client: TestClient) -
     sock = sign_up(client, "Sock2")
     joined = as_(client, sock).post(f"/api/tables/{table_id}/join", headers=ORIGIN, json={"name": "x"}).json()
     assert joined["table"]["seats"][1]["account"] == "Sock2"
-    client.post(f"/api/tables/{table_id}/start", json={"token": token})
-    play_to_the_end(client, table_id, token)  # the farmer plays; the sock never comes: a bot plays for it
+    play_to_the_end(client, table_id, token, start=True)  # the farmer plays; the sock never comes: a bot plays for it
     rows = wait_results(client, table_id, 2)
     assert rows[1].rank == 2 and rows[1].won == 0  # the sock is last, whatever its stand-in did
     assert ratings_of(client, account_id(client, "Farmer")) == []

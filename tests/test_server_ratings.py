@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -153,6 +153,22 @@ def wait_finished(client: TestClient, table_id: str, timeout_s: float = 120) -> 
     raise AssertionError(f"table {table_id} did not finish")
 
 
+def play_out(client: TestClient, table_id: str, token: str) -> None:
+    """Play the token's seat to the end through a WebSocket (its first legal action each time): a person who
+    leaves instead is last and rates nobody up (tests/test_server_ownership.py)."""
+    with client.websocket_connect(f"/ws/tables/{table_id}") as ws:
+        ws.send_json({"type": "hello", "token": token})
+        seq = 0
+        while True:
+            message = ws.receive_json()
+            if (message.get("table") or {}).get("status") == "finished" or (
+                    message["type"] == "hand_over" and message["winners"]):
+                return
+            if message["type"] in ("update", "snapshot") and message.get("legal"):
+                seq += 1
+                ws.send_json({"type": "action", "seq": seq, "action": message["legal"][0]})
+
+
 def test_a_match_against_a_bot_rates_the_player_and_the_bot(client: TestClient) -> None:
     me = client.post("/api/accounts", json={"name": "Rin", "password": "long enough"}, headers=ORIGIN).json()
     made = client.post("/api/tables", headers=ORIGIN, json={
@@ -160,7 +176,7 @@ def test_a_match_against_a_bot_rates_the_player_and_the_bot(client: TestClient) 
         "seats": [{"kind": "open"}, {"kind": "bot", "bot": "heuristic"}]}).json()
     table_id, token = made["table"]["id"], made["token"]
     assert client.post(f"/api/tables/{table_id}/start", json={"token": token}).status_code == 200
-    assert client.post(f"/api/tables/{table_id}/leave", json={"token": token}).status_code == 200  # a bot plays on
+    play_out(client, table_id, token)
     table = wait_finished(client, table_id)
     deadline = time.monotonic() + 30
     while not (page := client.get("/api/players/rin").json())["games"] and time.monotonic() < deadline:
@@ -287,7 +303,7 @@ def test_a_nerts_match_records_calls_and_cards_left(client: TestClient) -> None:
     assert match["hands"] == hands and match["stats"]["nerts_calls"] == calls
     assert match["stats"]["cards_left"] == pytest.approx(nerts["cards_left_per_hand"] * hands, abs=1e-2)
     bot = client.get("/api/players/greedy:hard").json()["games"]["nerts"]
-    assert bot["matches"] == 1 and bot["rating"] is not None
+    assert bot["matches"] == 1 and bot["rating"] is None  # a chosen seed: the table is not rated
 
 
 def test_a_deleted_players_matches_stay(client: TestClient) -> None:
@@ -297,7 +313,7 @@ def test_a_deleted_players_matches_stay(client: TestClient) -> None:
         "seats": [{"kind": "open"}, {"kind": "bot", "bot": "random"}]}).json()
     table_id, token = made["table"]["id"], made["token"]
     client.post(f"/api/tables/{table_id}/start", json={"token": token})
-    client.post(f"/api/tables/{table_id}/leave", json={"token": token})
+    play_out(client, table_id, token)
     wait_finished(client, table_id)
     deadline = time.monotonic() + 30
     while not client.get("/api/players/random/matches").json().get("matches") and time.monotonic() < deadline:
@@ -308,3 +324,138 @@ def test_a_deleted_players_matches_stay(client: TestClient) -> None:
     assert match["seats"][0] == {"seat": 0, "name": None, "kind": "deleted", "rank": match["seats"][0]["rank"],
                                  "points": match["seats"][0]["points"]}
     assert [row["name"] for row in client.get("/api/leaderboard?game=anemone").json()] == ["random"]
+
+
+async def set_ratings(store: Store, game: str, given: dict[int, tuple[float, float, int, int]]) -> None:
+    """Store account id -> ``(mu, sigma, matches, wins)`` as each account's rating in ``game``."""
+
+    def fn(conn: Connection) -> None:
+        for account_id, (mu, sigma, matches, wins) in given.items():
+            conn.execute(insert(ps.ratings).values(account_id=account_id, game=game, mu=mu, sigma=sigma,
+                                                   ordinal=mu - 3 * sigma, matches=matches, wins=wins,
+                                                   updated="2026-01-01T00:00:00Z"))
+
+    await store.write(fn)
+
+
+async def stored_ratings(store: Store, game: str) -> dict[int, Any]:
+    r = ps.ratings
+    async with store.engine.connect() as conn:
+        return {row.account_id: row for row in await conn.execute(select(r).where(r.c.game == game))}
+
+
+PRIOR = {"ana": (31.0, 4.0, 9, 6), "bo": (22.0, 6.5, 3, 1), "cy": (27.0, 2.5, 20, 9), "di": (18.0, 7.0, 2, 0),
+         "ed": (25.0, 5.0, 5, 2), "fu": (29.0, 3.0, 12, 7)}
+"""Ratings before a partnership match, each different, so that a rating given to another seat shows."""
+
+
+def recording(result: MatchResult) -> Callable[[Connection], None]:
+    """A write that records ``result`` (which must not have been recorded before)."""
+
+    def fn(conn: Connection) -> None:
+        assert record_results(conn, result)
+
+    return fn
+
+
+async def partnership_check(db_url: str) -> None:
+    store = await Store.open(db_url)
+    try:
+        ids = await make_accounts(store, list(PRIOR))
+        await set_ratings(store, "nerts", {ids[n]: v for n, v in PRIOR.items()})
+        model = PlackettLuce()
+
+        def before(name: str) -> Any:
+            mu, sigma, _, _ = PRIOR[name]
+            return model.rating(mu=mu, sigma=sigma)
+
+        # Nerts partners sit apart (seats 0 and 2 against 1 and 3); the team of seats 1 and 3 wins, its
+        # better-rated player on the later seat.
+        who = ["ana", "bo", "cy", "di"]
+        seats = [SeatResult(seat=s, name=n, account_id=ids[n], points=(10, 25, 10, 25)[s]) for s, n in enumerate(who)]
+        result = MatchResult(table_id="pair", game="nerts", finished="2026-01-02T00:00:00Z", hands=2, seats=seats,
+                             teams=[[0, 2], [1, 3]], winners=[1, 3])
+        await store.write(recording(result))
+        new = model.rate([[before("ana"), before("cy")], [before("bo"), before("di")]], ranks=[3, 1])
+        want = {"ana": new[0][0], "cy": new[0][1], "bo": new[1][0], "di": new[1][1]}
+        got = await stored_ratings(store, "nerts")
+        for name, rating in want.items():
+            row = got[ids[name]]
+            assert (row.mu, row.sigma) == (pytest.approx(rating.mu, abs=1e-9), pytest.approx(rating.sigma, abs=1e-9))
+            _, _, matches, wins = PRIOR[name]
+            assert (row.matches, row.wins) == (matches + 1, wins + (name in ("bo", "di")))
+        m = ps.match_seats
+        async with store.engine.connect() as conn:
+            rows = {row.seat: row for row in await conn.execute(select(m).where(m.c.table_id == "pair"))}
+        for seat, name in enumerate(who):
+            mu, sigma, _, _ = PRIOR[name]
+            assert rows[seat].account_id == ids[name]
+            assert rows[seat].ordinal_before == pytest.approx(mu - 3 * sigma)
+            assert rows[seat].ordinal_after == pytest.approx(want[name].ordinal())
+            assert (rows[seat].rank, rows[seat].won) == ((3, 0) if seat in (0, 2) else (1, 1))
+
+        # Three partnerships; one partner of the middle team never moved: that team is absent, rated as it
+        # placed against the two present teams, which are rated among themselves alone.
+        who = ["ana", "bo", "cy", "di", "ed", "fu"]
+        now = {row.account_id: model.rating(mu=row.mu, sigma=row.sigma)
+               for row in (await stored_ratings(store, "nerts")).values()}
+        seats = [SeatResult(seat=s, name=n, account_id=ids[n], points=(30, 20, 5, 30, 20, 5)[s], idle=s == 4)
+                 for s, n in enumerate(who)]
+        result = MatchResult(table_id="three", game="nerts", finished="2026-01-03T00:00:00Z", hands=2, seats=seats,
+                             teams=[[0, 3], [1, 4], [2, 5]], winners=[0, 3])
+
+        def r(name: str) -> Any:
+            return now[ids[name]]
+
+        await store.write(recording(result))
+        present = model.rate([[r("ana"), r("di")], [r("cy"), r("fu")]], ranks=[1, 5])
+        absent = model.rate([[r("bo"), r("ed")], [r("ana"), r("di")], [r("cy"), r("fu")]], ranks=[3, 1, 5])
+        want = {"ana": present[0][0], "di": present[0][1], "cy": present[1][0], "fu": present[1][1],
+                "bo": absent[0][0], "ed": absent[0][1]}
+        got = await stored_ratings(store, "nerts")
+        for name, rating in want.items():
+            row = got[ids[name]]
+            assert (row.mu, row.sigma) == (pytest.approx(rating.mu, abs=1e-9), pytest.approx(rating.sigma, abs=1e-9))
+    finally:
+        await store.close()
+
+
+def test_partners_new_ratings_go_to_their_own_accounts(db_url: str) -> None:
+    asyncio.run(partnership_check(db_url))
+
+
+async def unratable_check(db_url: str) -> None:
+    store = await Store.open(db_url)
+    try:
+        ids = await make_accounts(store, ["ana", "bo", "gone", "twice"])
+
+        def delete(conn: Connection) -> None:
+            conn.execute(ps.accounts.update().where(ps.accounts.c.id == ids["gone"]).values(deleted=1))
+
+        await store.write(delete)
+        await set_ratings(store, "nerts", {ids["ana"]: (40.0, 2.0, 30, 20)})  # another game's rating: not used
+        # a deleted account, and one account on two seats, count as guests: rated on neither seat
+        who = ["ana", "gone", "twice", "bo", "twice"]
+        seats = [SeatResult(seat=s, name=n, account_id=ids[n], points=(9, 7, 5, 3, 1)[s]) for s, n in enumerate(who)]
+        result = MatchResult(table_id="odd", game="anemone", finished="2026-01-02T00:00:00Z", hands=1, seats=seats,
+                             teams=[[s] for s in range(5)], winners=[0])
+        await store.write(recording(result))
+        got = await stored_ratings(store, "anemone")
+        assert set(got) == {ids["ana"], ids["bo"]}
+        model = PlackettLuce()
+        new = model.rate([[model.rating()], [model.rating()]], ranks=[1, 4])
+        assert got[ids["ana"]].mu == pytest.approx(new[0][0].mu) and got[ids["bo"]].mu == pytest.approx(new[1][0].mu)
+        m = ps.match_seats
+        async with store.engine.connect() as conn:
+            rows = {row.seat: row for row in await conn.execute(select(m).where(m.c.table_id == "odd"))}
+        assert [rows[s].account_id for s in range(5)] == [ids["ana"], None, None, ids["bo"], None]
+        assert [rows[s].ordinal_after is None for s in range(5)] == [False, True, True, False, True]
+        assert [rows[s].ordinal_before is None for s in range(5)] == [False, True, True, False, True]
+        assert rows[0].ordinal_before == 0.0  # a new player in this game, whatever their Nerts rating
+        assert (await stored_ratings(store, "nerts"))[ids["ana"]].mu == 40.0
+    finally:
+        await store.close()
+
+
+def test_a_deleted_account_and_an_account_on_two_seats_are_rated_as_guests(db_url: str) -> None:
+    asyncio.run(unratable_check(db_url))

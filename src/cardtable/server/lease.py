@@ -30,6 +30,8 @@ from collections.abc import Callable, Mapping
 
 from redis import Redis as SyncRedis
 from redis.asyncio import Redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 log = logging.getLogger("cardtable.server.lease")
 
@@ -193,8 +195,9 @@ class LeaseKeeper:
 
     def __init__(self, url: str, process: str, lease_ms: int, owned: Mapping[str, int], alive_key: str,
                  on_lost: LostFn, loop: asyncio.AbstractEventLoop) -> None:
-        timeout_s = lease_ms / 3000.0
-        self.redis = SyncRedis.from_url(url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+        timeout_s = lease_ms / 6000.0  # a failed renewal takes at most a sixth of a lease to connect, one to answer
+        self.redis = SyncRedis.from_url(url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s,
+                                        retry=Retry(NoBackoff(), 0))  # no retry: a failure is seen at once
         self.process = process
         self.lease_ms = lease_ms
         self.stall_s = lease_ms * STALL_LEASES / 1000.0
@@ -248,15 +251,23 @@ class LeaseKeeper:
 
     def _run(self) -> None:
         interval = self.lease_ms / 3000.0
-        while not self._stop.wait(interval):
+        give_up_s = self.lease_ms / 1000.0 * LOST_ALL_AFTER
+        wait = interval
+        failing = False
+        while not self._stop.wait(wait):
+            wait = interval
             started = time.monotonic()
+            if failing and started - self._last_ok >= give_up_s:  # before trying again, which takes time too
+                self._report(dict(self._owned))
             try:
                 lost = self.renew_once()
             except Exception as error:
                 log.warning("renewing leases failed: %s", error)
-                if time.monotonic() - self._last_ok > self.lease_ms / 1000.0 * LOST_ALL_AFTER:
-                    self._report(dict(self._owned))
+                failing = True
+                # wake up in time to give the leases up before they can have expired
+                wait = max(0.0, min(interval, self._last_ok + give_up_s - time.monotonic()))
                 continue
+            failing = False
             if lost is None:
                 continue
             self._last_ok = started
