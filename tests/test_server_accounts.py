@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from argon2 import PasswordHasher
 from starlette.testclient import TestClient
 
 from cardtable.server import accounts
@@ -25,11 +24,7 @@ from cardtable.server.table import Settings
 ORIGIN = {"Origin": "http://testserver"}
 PASSWORD = "correct horse battery"
 
-
-@pytest.fixture(autouse=True)
-def cheap_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Real Argon2id, with small parameters so that the suite stays fast on a 2-core machine."""
-    monkeypatch.setattr(accounts, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
+pytestmark = pytest.mark.usefixtures("cheap_hashes")  # conftest.py: real Argon2id, small parameters
 
 
 @pytest.fixture
@@ -214,3 +209,219 @@ def test_signed_in_seat_comes_back_in_another_browser(client: TestClient) -> Non
     assert go.status_code == 200, go.text
     # the guest's seat is theirs alone: never listed for the account
     assert [s["seat"] for s in client.get("/api/me/seats").json()] == [0]
+
+
+# -- guards of the security code (issue 25): each test fails on a one-line bug planted in accounts.py ----------
+
+class Clock:
+    """A monotonic clock the test moves by hand (seconds)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(lite: TestClient) -> Clock:
+    """``lite``'s sign-in limiter, reading this clock."""
+    clock = Clock()
+    lite.app.state.sign_in_limiter = accounts.Limiter(clock=clock)  # type: ignore[attr-defined]
+    return clock
+
+
+OTHER_SITES = [{"Origin": "http://evil.example"}, {"Origin": "http://testserver.evil.example"},
+               {"Origin": "http://testserver:8080"}, {"Origin": "https://testserver"},
+               {"Origin": "http://testserverx"}, {"Origin": "null"}, {"Sec-Fetch-Site": "cross-site"}]
+
+
+@pytest.mark.parametrize("headers", OTHER_SITES, ids=lambda h: next(iter(h.values())))
+def test_sign_up_and_sign_in_from_another_site_are_refused_even_without_a_cookie(lite: TestClient,
+                                                                                 headers: dict[str, str]) -> None:
+    """Login CSRF: another site must not sign a visitor (who has no cookie yet) in to the attacker's account."""
+    assert sign_up(lite, "mia").status_code == 201
+    lite.cookies.clear()
+    for path, name in (("/api/accounts", "nia"), ("/api/session", "mia")):
+        response = lite.post(path, json={"name": name, "password": PASSWORD}, headers=headers)
+        assert response.status_code == 403, (path, response.text)
+        assert response.json()["code"] == "account.cross_origin"
+        assert "set-cookie" not in response.headers and COOKIE not in lite.cookies
+    assert sign_in(lite, "nia").status_code == 401  # never made
+
+
+@pytest.mark.parametrize("headers", [{}, {"Sec-Fetch-Site": "same-origin"}, {"Sec-Fetch-Site": "none"},
+                                     {"Origin": "http://testserver", "Sec-Fetch-Site": "same-origin"}],
+                         ids=["no-header", "same-origin", "typed", "origin"])
+def test_sign_up_and_in_from_this_site_or_a_program_are_welcome(lite: TestClient, headers: dict[str, str]) -> None:
+    made = lite.post("/api/accounts", json={"name": "ola", "password": PASSWORD}, headers=headers)
+    assert made.status_code == 201, made.text
+    lite.cookies.clear()
+    again = lite.post("/api/session", json={"name": "ola", "password": PASSWORD}, headers=headers)
+    assert again.status_code == 200 and COOKIE in lite.cookies
+    assert lite.delete("/api/session", headers=headers).status_code == 204
+
+
+def test_without_the_cookie_another_site_may_only_sign_nobody_out(lite: TestClient) -> None:
+    """Sign-out and delete check the origin of requests that carry the cookie: without one there is nothing to
+    protect, and sign-out answers 204 (delete 401)."""
+    evil = {"Origin": "http://evil.example"}
+    assert lite.delete("/api/session", headers=evil).status_code == 204
+    assert lite.delete("/api/me", headers=evil).json()["code"] == "account.not_signed_in"
+
+
+def test_a_session_lasts_30_days(lite: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    made = sign_up(lite, "pia")
+    max_age = [p.strip() for p in made.headers["set-cookie"].split(";") if p.strip().lower().startswith("max-age")]
+    assert max_age == [f"Max-Age={accounts.SESSION_DAYS * 86400}"] and accounts.SESSION_DAYS == 30
+
+    def days_later(days: float) -> None:
+        later = datetime.now(UTC) + timedelta(days=days)
+        monkeypatch.setattr(accounts, "now_iso", lambda: later.strftime("%Y-%m-%dT%H:%M:%SZ"))
+
+    days_later(29.9)
+    assert lite.get("/api/me").json()["name"] == "pia"
+    days_later(30.1)
+    expired = lite.get("/api/me")
+    assert expired.status_code == 401 and expired.json()["code"] == "account.not_signed_in"
+    assert lite.get("/api/session").json() == {"account": None}
+    assert lite.post("/api/tables", json={"game": "anemone", "options": {"players": 2}, "name": "guest"},
+                     headers=ORIGIN).json()["table"]["seats"][0]["name"] == "guest"  # an expired seat is a guest's
+    days_later(0.0)
+    assert sign_in(lite, "pia").status_code == 200  # a new sign-in starts a new session
+    days_later(29.9)
+    assert lite.get("/api/me").json()["name"] == "pia"
+
+
+def test_a_name_locked_from_an_address_waits_15_minutes(lite: TestClient, clock: Clock) -> None:
+    sign_up(lite, "quinn")
+    lite.cookies.clear()
+    for _ in range(MAX_FAILURES_PER_NAME):
+        assert sign_in(lite, "quinn", "guess guess").status_code == 401
+        clock.now += 10.0  # the first failure was at 1000 s, the last at 1040 s
+    locked = sign_in(lite, "quinn")
+    assert locked.status_code == 429 and locked.json()["params"]["retry_after_s"] == 15 * 60 - 50
+    clock.now = 1000.0 + 15 * 60 - 0.5  # 15 minutes less half a second after the first failure
+    locked = sign_in(lite, "quinn")
+    assert locked.status_code == 429 and locked.headers["Retry-After"] == "1"
+    clock.now = 1000.0 + 15 * 60
+    assert sign_in(lite, "quinn").status_code == 200  # the first failure has left the window
+
+
+def test_an_address_locked_for_failures_over_many_names_waits_15_minutes(lite: TestClient, clock: Clock) -> None:
+    sign_up(lite, "ruth")
+    lite.cookies.clear()
+    for i in range(MAX_FAILURES_PER_ADDRESS):
+        assert sign_in(lite, f"nobody{i}", "guess guess").status_code == 401
+    locked = sign_in(lite, "ruth")
+    assert locked.status_code == 429 and locked.json()["params"]["retry_after_s"] == 15 * 60
+    clock.now += 15 * 60 - 1
+    assert sign_in(lite, "ruth").status_code == 429
+    clock.now += 1
+    assert sign_in(lite, "ruth").status_code == 200
+
+
+def test_a_success_clears_that_names_failures_and_not_the_addresss(lite: TestClient, clock: Clock) -> None:
+    sign_up(lite, "sam")
+    lite.cookies.clear()
+    for _ in range(MAX_FAILURES_PER_NAME - 1):
+        assert sign_in(lite, "sam", "guess guess").status_code == 401
+    assert sign_in(lite, "sam").status_code == 200  # clears sam's failures from this address
+    for _ in range(MAX_FAILURES_PER_NAME - 1):
+        assert sign_in(lite, "sam", "guess guess").status_code == 401
+    assert sign_in(lite, "SAM").status_code == 200  # 8 failures in all, never 5 since the last success
+    # an attacker's own account does not clear the address's failures over other names
+    guesses = MAX_FAILURES_PER_ADDRESS - 2 * (MAX_FAILURES_PER_NAME - 1)
+    for i in range(guesses):
+        assert sign_in(lite, f"victim{i}", "guess guess").status_code == 401
+    assert sign_in(lite, "sam").status_code == 429  # 20 failures from the address: even sam waits
+    clock.now += 15 * 60
+    assert sign_in(lite, "sam").status_code == 200
+
+
+def test_failures_for_one_name_do_not_lock_another(lite: TestClient, clock: Clock) -> None:
+    sign_up(lite, "tia")
+    sign_up(lite, "uma")
+    lite.cookies.clear()
+    for _ in range(MAX_FAILURES_PER_NAME):
+        assert sign_in(lite, "tia", "guess guess").status_code == 401
+    assert sign_in(lite, "tia").status_code == 429
+    assert sign_in(lite, "uma").status_code == 200
+
+
+def test_successful_sign_ins_per_address_wait_out_the_window(tmp_path: Path) -> None:
+    clock = Clock()
+    with TestClient(create_app(f"sqlite+aiosqlite:///{tmp_path / 'ok.db'}", Settings(sign_ins_per_address=3))) as c:
+        c.app.state.sign_in_limiter = accounts.Limiter(clock=clock)  # type: ignore[attr-defined]
+        sign_up(c, "vic")
+        for _ in range(3):
+            assert sign_in(c, "vic").status_code == 200
+            clock.now += 100.0
+        limited = sign_in(c, "vic")
+        assert limited.status_code == 429 and limited.json()["params"]["retry_after_s"] == 15 * 60 - 300
+        assert limited.headers["Retry-After"] == "600"
+        assert sign_in(c, "vic", "guess guess").status_code == 429  # nor is a password checked meanwhile
+        clock.now = 1000.0 + 15 * 60
+        assert sign_in(c, "vic").status_code == 200
+
+
+def test_sign_ups_per_address_wait_out_the_window(lite: TestClient, clock: Clock) -> None:
+    for i in range(MAX_SIGN_UPS_PER_ADDRESS):
+        assert sign_up(lite, f"maker{i}").status_code == 201
+    limited = sign_up(lite, "late")
+    assert limited.status_code == 429 and limited.json()["params"]["retry_after_s"] == 15 * 60
+    assert limited.headers["Retry-After"] == "900"
+    clock.now += 15 * 60
+    assert sign_up(lite, "late").status_code == 201
+    assert sign_in(lite, "maker3").status_code == 200  # sign-ups are not sign-in failures
+
+
+def test_a_refused_sign_up_changes_nothing(lite: TestClient) -> None:
+    assert sign_up(lite, "wes", "short").json()["code"] == "account.password_invalid"
+    assert sign_up(lite, "wes", "x" * (accounts.PASSWORD_MAX + 1)).status_code == 422
+    assert sign_up(lite, "wes", "x" * accounts.PASSWORD_MIN).status_code == 201
+    assert COOKIE in lite.cookies
+    lite.cookies.clear()
+    assert sign_in(lite, "wes", "x" * accounts.PASSWORD_MIN).status_code == 200
+
+
+def test_signing_out_clears_the_cookie_with_the_same_flags(lite: TestClient) -> None:
+    sign_up(lite, "xan")
+    out = lite.delete("/api/session", headers=ORIGIN)
+    parts = [p.strip().lower() for p in out.headers["set-cookie"].split(";")]
+    assert parts[0] in (f"{COOKIE}=", f'{COOKIE}=""') and "max-age=0" in parts
+    assert "httponly" in parts and "samesite=lax" in parts and "path=/" in parts and "secure" not in parts
+    assert COOKIE not in lite.cookies
+    sign_up(lite, "yul")
+    gone = lite.delete("/api/me", headers=ORIGIN)
+    parts = [p.strip().lower() for p in gone.headers["set-cookie"].split(";")]
+    assert "max-age=0" in parts and "httponly" in parts and "samesite=lax" in parts and "path=/" in parts
+
+
+def test_argon2_concurrency_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="argon2_concurrency must be at least 1, not 0"):
+        accounts.PasswordChecks(0)
+    checks = accounts.PasswordChecks(1)
+    checks.close()
+
+
+def test_the_failure_limiter_forgets_what_left_its_window_and_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Failures under ever new keys (names, addresses) never grow the limiter past its bound: keys whose failures all
+    left the window are forgotten, and within one window the keys seen first go (issue 25, found by H1's review)."""
+    monkeypatch.setattr(accounts, "MAX_FAILURE_KEYS", 100)
+    now = [0.0]
+    limiter = accounts.Limiter(900.0, clock=lambda: now[0])
+    for i in range(150):
+        limiter.fail(f"old{i}")
+    assert len(limiter._failures) <= 100
+    now[0] += 901.0  # every failure so far has left the window
+    for i in range(60):
+        limiter.fail(f"new{i}")
+    assert len(limiter._failures) <= 100
+    assert all(key.startswith("new") for key in limiter._failures)
+    for i in range(60, 400):
+        limiter.fail(f"new{i}")  # a flood within one window
+    assert len(limiter._failures) <= 100
+    assert limiter.wait_s("new399", 1) > 0  # the latest are still counted

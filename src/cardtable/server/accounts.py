@@ -22,6 +22,7 @@ import concurrent.futures
 import functools
 import hashlib
 import hmac
+import itertools
 import logging
 import secrets
 import time
@@ -183,6 +184,10 @@ def clean_name(raw: str, *, guest: bool = False) -> str:
 
 # -- the sign-in limiter --------------------------------------------------------------------------------------
 
+MAX_FAILURE_KEYS = 100_000
+"""Most keys a :class:`Limiter` remembers failures of (memory is bounded whatever names and addresses are tried)."""
+
+
 class Limiter:
     """Failed sign-ins per key (a name key, an address) in a sliding window of ``window_s`` seconds, read from
     ``clock`` (seconds, monotonic; tests pass their own)."""
@@ -212,8 +217,16 @@ class Limiter:
         """Count one failure for ``key``."""
         now = self.clock()
         self._recent(key, now).append(now)
-        if len(self._failures) > 100_000:  # bounded memory: forget the quietest keys
-            for old in [k for k, v in self._failures.items() if not v][:50_000]:
+        if len(self._failures) > MAX_FAILURE_KEYS:  # bounded memory
+            self._forget_some(now)
+
+    def _forget_some(self, now: float) -> None:
+        """Forget the keys whose failures have all left the window; if that is not half of them (a flood of new
+        names or addresses within one window), forget the keys seen first until half are left."""
+        self._failures = {k: v for k, v in self._failures.items() if v and v[-1] > now - self.window_s}
+        extra = len(self._failures) - MAX_FAILURE_KEYS // 2
+        if extra > 0:
+            for old in list(itertools.islice(self._failures, extra)):
                 del self._failures[old]
 
     def clear(self, key: str) -> None:
