@@ -41,3 +41,14 @@ def redis_url(redis: Redis) -> str:
     """The URL of the private Redis, emptied (``FLUSHALL``) for this test."""
     flush_redis(redis)
     return redis.url()
+
+
+@pytest.fixture
+def cheap_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real Argon2id with small parameters, so that the suite stays fast on a 2-core machine (modules that sign up
+    and sign in use it for every test: ``pytestmark = pytest.mark.usefixtures("cheap_hashes")``)."""
+    from argon2 import PasswordHasher
+
+    from cardtable.server import accounts
+
+    monkeypatch.setattr(accounts, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))

@@ -23,7 +23,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.testclient import TestClient
 
-from cardtable.server import accounts, schema
+from cardtable.server import schema
 from cardtable.server.app import create_app
 from cardtable.server.cluster import Cluster, ClusterSettings
 from cardtable.server.lease import LEASE_PREFIX, parse_lease
@@ -39,6 +39,8 @@ ORIGIN = {"Origin": "http://testserver"}
 SLACK_ROWS = 8
 """Rows a page may read beyond the same page with ten times fewer tables (the planner's choices may differ a
 little; a scan of every table would read hundreds more)."""
+
+pytestmark = pytest.mark.usefixtures("cheap_hashes")  # conftest.py: real Argon2id, small parameters
 
 
 @pytest.fixture
@@ -216,14 +218,6 @@ async def test_play_now_reads_as_many_rows_with_300_waiting_tables_as_with_30(ur
         assert (await manager.play_now("nerts", "fa"))[0].id in (first.id, other.id)  # no bots asked for: either
     finally:
         await close(store, cluster, manager)
-
-
-@pytest.fixture(autouse=True)
-def cheap_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Real Argon2id with small parameters."""
-    from argon2 import PasswordHasher
-
-    monkeypatch.setattr(accounts, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
 
 
 @pytest.fixture

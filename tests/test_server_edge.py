@@ -13,7 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-from argon2 import PasswordHasher
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
@@ -24,7 +23,7 @@ from cardtable.server.guard import SECURITY_HEADERS, address_key, client_address
 from cardtable.server.settings import Settings, settings_from_env
 from services import start_server
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"), pytest.mark.usefixtures("cheap_hashes")]
 
 SMALL = {"game": "anemone", "options": {"players": 2}}
 PASSWORD = "correct horse battery"
@@ -100,12 +99,6 @@ class PeerFromHeader:
             if peer is not None:
                 scope["client"] = (peer.decode(), 50000)
         await self.app(scope, receive, send)
-
-
-@pytest.fixture(autouse=True)
-def cheap_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Real Argon2id, with small parameters (as in test_server_accounts.py)."""
-    monkeypatch.setattr(accounts, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
 
 
 @pytest.fixture

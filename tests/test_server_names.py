@@ -17,12 +17,11 @@ from urllib.parse import quote
 import pytest
 import sqlalchemy as sa
 from alembic import command
-from argon2 import PasswordHasher
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import create_async_engine
 from starlette.testclient import TestClient
 
-from cardtable.server import accounts, names
+from cardtable.server import names
 from cardtable.server import players_schema as ps
 from cardtable.server.app import create_app
 from cardtable.server.store import Store, alembic_config
@@ -40,11 +39,7 @@ BOT_LIKE = ["greedy hard", "bot-1", "bot 1", "Bot1", "BOT_7", "heuristic", "Rand
             "봇 2", "ボット", "b0t-l", "gr\u0435edy h\u0430rd", "open seat", "Deleted player", "빈 자리"]
 """Names that read as a bot's or as the table's own words (or look like one): nobody takes them."""
 
-
-@pytest.fixture(autouse=True)
-def cheap_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Real Argon2id, with small parameters so that the suite stays fast on a 2-core machine."""
-    monkeypatch.setattr(accounts, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
+pytestmark = pytest.mark.usefixtures("cheap_hashes")  # conftest.py: real Argon2id, small parameters
 
 
 @pytest.fixture

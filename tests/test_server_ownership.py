@@ -12,13 +12,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from argon2 import PasswordHasher
 from sqlalchemy import select
 from starlette.testclient import TestClient
 
 from cardtable.games import get_game
-from cardtable.server import accounts, schema
 from cardtable.server import players_schema as ps
+from cardtable.server import schema
 from cardtable.server.app import create_app
 from cardtable.server.table import Settings, hand_seed
 
@@ -26,11 +25,7 @@ ORIGIN = {"Origin": "http://testserver"}
 SETTINGS = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)
 TWO_ANEMONE = {"players": 2, "rounds": 1}
 
-
-@pytest.fixture(autouse=True)
-def cheap_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Real Argon2id with small parameters, to keep the suite fast."""
-    monkeypatch.setattr(accounts, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
+pytestmark = pytest.mark.usefixtures("cheap_hashes")  # conftest.py: real Argon2id, small parameters
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from argon2 import PasswordHasher
 from openskill.models import PlackettLuce
 from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection
@@ -30,10 +29,7 @@ from cardtable.server.table import Settings
 BOTS = ["greedy:easy", "greedy:medium", "greedy:hard"]
 ORIGIN = {"Origin": "http://testserver"}
 
-
-@pytest.fixture(autouse=True)
-def cheap_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(accounts, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
+pytestmark = pytest.mark.usefixtures("cheap_hashes")  # conftest.py: real Argon2id, small parameters
 
 
 def expected_ranks(points: list[int], winners: list[int]) -> list[int]:

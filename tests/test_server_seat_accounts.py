@@ -11,21 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from argon2 import PasswordHasher
 from starlette.testclient import TestClient
 
-from cardtable.server import accounts
 from cardtable.server.app import create_app
 from cardtable.server.table import Settings
 
 ORIGIN = {"Origin": "http://testserver"}
 SETTINGS = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)
 
-
-@pytest.fixture(autouse=True)
-def cheap_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Real Argon2id with small parameters, to keep the suite fast."""
-    monkeypatch.setattr(accounts, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
+pytestmark = pytest.mark.usefixtures("cheap_hashes")  # conftest.py: real Argon2id, small parameters
 
 
 @pytest.fixture
