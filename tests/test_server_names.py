@@ -230,3 +230,20 @@ def test_a_control_character_anywhere_is_a_coded_refusal_never_a_500(client: Tes
         assert code(response) == (status, want), (method, url, response.text[:200])
     # a bot level's matches exist once a bot played: the cursor check comes before the database all the same
     assert client.get(f"/api/tables/{tid}").status_code == 200
+
+
+def test_a_socket_to_a_table_id_with_a_control_character_is_refused_in_a_cluster(postgres: Any, redis_url: str) -> None:
+    """With several processes an unknown table is looked for in Redis and the database; an id holding a NUL never
+    is (PostgreSQL refuses NUL in text): the socket gets ``table.not_found`` and 4404, not a reconnect (1012)."""
+    from starlette.websockets import WebSocketDisconnect
+
+    from services import new_database
+
+    settings = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)
+    with TestClient(create_app(new_database(postgres), settings, redis_url)) as cluster_client, \
+            cluster_client.websocket_connect("/ws/tables/x%00y") as ws:
+        reply = ws.receive_json()
+        assert reply["type"] == "error" and reply["code"] == "table.not_found", reply
+        with pytest.raises(WebSocketDisconnect) as closed:
+            ws.receive_json()
+        assert closed.value.code == 4404

@@ -17,6 +17,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from cardtable.server import messages
 from cardtable.server.guard import client_address
 from cardtable.server.manager import Manager
+from cardtable.server.names import has_control
 from cardtable.server.play import Peer, Play
 from cardtable.server.table import Table, TableError, refusal_message
 from cardtable.server.ws_protocol import burst_sender, connection_budget
@@ -89,7 +90,7 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
     manager.sockets[address] += 1
     try:
         table = manager.tables.get(table_id)
-        if table is None and manager.cluster is not None:
+        if table is None and manager.cluster is not None and not has_control(table_id):  # no table's id has one
             try:
                 where = await manager.cluster.locate(table_id)
             except Exception:  # Redis or the database away for a moment: the client reconnects
