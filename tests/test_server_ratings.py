@@ -6,6 +6,7 @@ real match against a bot, to the end, rates its player."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import time
 from collections.abc import Callable, Iterator
@@ -18,18 +19,49 @@ from sqlalchemy.engine import Connection
 from starlette.requests import Request
 from starlette.testclient import TestClient
 
+from cardtable import records
+from cardtable.replay import fold
 from cardtable.server import accounts
 from cardtable.server import players_schema as ps
 from cardtable.server.app import create_app
 from cardtable.server.players import play_now_bot
-from cardtable.server.results import MatchResult, SeatResult, record_results
+from cardtable.server.results import MatchResult, SeatResult, match_result, record_finished, record_results
 from cardtable.server.store import Store
 from cardtable.server.table import Settings
 
 BOTS = ["greedy:easy", "greedy:medium", "greedy:hard"]
 ORIGIN = {"Origin": "http://testserver"}
+TWO_ANEMONE = {"players": 2, "rounds": 1}
 
 pytestmark = pytest.mark.usefixtures("cheap_hashes")  # conftest.py: real Argon2id, small parameters
+
+RECORDING_FAILED: list[str] = []
+"""Errors logged by ``cardtable.server.results`` during the running test: recording a match must never fail."""
+
+
+class _Failures(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        RECORDING_FAILED.append(record.getMessage())
+
+
+@pytest.fixture(autouse=True)
+def recording_never_fails() -> Iterator[None]:
+    """Fail a test whose match's results could not be recorded (``record_finished`` logs instead of raising);
+    the waits below stop at once when that happens, instead of running out their time."""
+    handler = _Failures(logging.ERROR)
+    logger = logging.getLogger("cardtable.server.results")
+    RECORDING_FAILED.clear()
+    logger.addHandler(handler)
+    try:
+        yield
+        assert RECORDING_FAILED == []
+    finally:
+        logger.removeHandler(handler)
+
+
+def recorded_so_far() -> None:
+    """Raise if recording a match's results has failed in this test."""
+    assert RECORDING_FAILED == [], f"recording the results failed: {RECORDING_FAILED}"
 
 
 def expected_ranks(points: list[int], winners: list[int]) -> list[int]:
@@ -176,6 +208,7 @@ def test_a_match_against_a_bot_rates_the_player_and_the_bot(client: TestClient) 
     table = wait_finished(client, table_id)
     deadline = time.monotonic() + 30
     while not (page := client.get("/api/players/rin").json())["games"] and time.monotonic() < deadline:
+        recorded_so_far()
         time.sleep(0.2)
     assert page["name"] == me["name"] == "Rin"
     anemone = page["games"]["anemone"]
@@ -287,6 +320,7 @@ def test_a_nerts_match_records_calls_and_cards_left(client: TestClient) -> None:
     table = wait_finished(client, table_id, 240)
     deadline = time.monotonic() + 30
     while not (page := client.get("/api/players/sol").json())["games"] and time.monotonic() < deadline:
+        recorded_so_far()
         time.sleep(0.2)
     nerts = page["games"]["nerts"]
     record = client.get(f"/api/tables/{table_id}/record").json()
@@ -313,6 +347,7 @@ def test_a_deleted_players_matches_stay(client: TestClient) -> None:
     wait_finished(client, table_id)
     deadline = time.monotonic() + 30
     while not client.get("/api/players/random/matches").json().get("matches") and time.monotonic() < deadline:
+        recorded_so_far()
         time.sleep(0.2)
     assert client.delete("/api/me", headers=ORIGIN).status_code == 204
     match = client.get("/api/players/random/matches").json()["matches"][0]
@@ -455,3 +490,328 @@ async def unratable_check(db_url: str) -> None:
 
 def test_a_deleted_account_and_an_account_on_two_seats_are_rated_as_guests(db_url: str) -> None:
     asyncio.run(unratable_check(db_url))
+
+
+# -- what a finished match stores: each seat's stats, per-account totals (server/results.py) --------------------
+
+
+def query(client: TestClient, statement: Any) -> list[Any]:
+    store: Store = client.app.state.store  # type: ignore[attr-defined]
+
+    async def go() -> list[Any]:
+        async with store.engine.connect() as conn:
+            return list((await conn.execute(statement)).all())
+
+    return client.portal.call(go)  # type: ignore[union-attr]
+
+
+def stored_results(client: TestClient, table_id: str, seats: int, timeout_s: float = 30) -> list[Any]:
+    """The table's ``match_seats`` rows (by seat) once all ``seats`` are stored."""
+    m = ps.match_seats
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        rows = query(client, select(m).where(m.c.table_id == table_id).order_by(m.c.seat))
+        if len(rows) == seats:
+            return rows
+        recorded_so_far()
+        time.sleep(0.1)
+    raise AssertionError(f"table {table_id}: its results were never stored")
+
+
+def replayed(client: TestClient, table_id: str) -> tuple[list[dict[str, Any]], Any]:
+    """The table's record, replayed: each hand's last view (a spectator's) and the fold's summary."""
+    record = records.from_dict(client.get(f"/api/tables/{table_id}/record").json())
+    last: dict[int, Any] = {}
+
+    def step(hand: int, _index: int | None, state: Any) -> None:
+        last[hand] = state
+
+    folded = fold(record, step)
+    return [last[h].view(None) for h in sorted(last)], folded
+
+
+def stats_rows(client: TestClient, game: str) -> dict[str, Any]:
+    """Account name -> its ``player_stats`` row in ``game``."""
+    p, a = ps.player_stats, ps.accounts
+    rows = query(client, select(a.c.name, p).select_from(p.join(a, a.c.id == p.c.account_id)).where(p.c.game == game))
+    return {row.name: row for row in rows}
+
+
+def test_a_partnership_nerts_match_stores_each_seats_calls_and_cards_left(client: TestClient) -> None:
+    """Nerts calls and cards left in the Nerts pile, per hand, summed per seat (partners share a pile: each
+    counts its cards); partners are one team; a person who left is gone, still credited (last); a bot level's totals in
+    ``player_stats`` add up its seats; the bot accounts are made once; recording again changes nothing."""
+    client.post("/api/accounts", json={"name": "Pia", "password": "long enough"}, headers=ORIGIN)
+    bots = ["greedy:easy", "greedy:hard", "greedy:easy"]
+    made = client.post("/api/tables", headers=ORIGIN, json={
+        "game": "nerts", "options": {"players": 4, "partnerships": True, "nerts_pile_size": 5, "target_score": 12},
+        "name": "Pia", "seats": [{"kind": "open"}] + [{"kind": "bot", "bot": b} for b in bots], "seed": 11}).json()
+    table_id, token = made["table"]["id"], made["token"]
+    live = client.app.state.manager.tables[table_id]  # type: ignore[attr-defined]
+    client.post(f"/api/tables/{table_id}/start", json={"token": token})
+    client.post(f"/api/tables/{table_id}/leave", json={"token": token})
+    table = wait_finished(client, table_id, 240)
+    rows = stored_results(client, table_id, 4)
+    views, _ = replayed(client, table_id)
+    calls = [sum(1 for v in views if v["called"] == seat) for seat in range(4)]
+    left = [sum(int(lay["nerts"]["count"]) for v in views for lay in v["layouts"] if seat in lay["seats"])
+            for seat in range(4)]
+    want = [{"nerts_calls": calls[seat], "cards_left": left[seat]} for seat in range(4)]
+    assert sum(calls) >= 1 and sum(left) >= 1  # real figures (which seat calls varies from run to run)
+
+    result: MatchResult = client.portal.call(match_result, live)  # type: ignore[union-attr]
+    assert result.teams == [[0, 2], [1, 3]]
+    assert [s.stats for s in result.seats] == want
+    pia = query(client, select(ps.accounts.c.id).where(ps.accounts.c.name == "Pia"))[0].id
+    assert [(s.seat, s.name, s.account_id, s.bot, s.gone, s.idle) for s in result.seats] == [
+        (0, "Pia", pia, None, True, True), (1, "bot-1", None, bots[0], False, False),
+        (2, "bot-2", None, bots[1], False, False), (3, "bot-3", None, bots[2], False, False)]
+    assert [s.points for s in result.seats] == table["totals"]
+    assert (result.table_id, result.game, result.hands, result.winners, result.rated) == (
+        table_id, "nerts", len(views), table["winners"], False)
+    assert result.finished == live.row.finished == rows[0].finished and result.finished.startswith("20")
+
+    assert [row.stats for row in rows] == want
+    assert [(row.hands, row.players, row.points) for row in rows] == [(len(views), 4, p) for p in table["totals"]]
+    assert rows[0].account_id == pia and rows[0].won == 0 and rows[0].rank == 4  # left: last, not a winner
+    got = stats_rows(client, "nerts")
+    assert set(got) == {"Pia", "greedy:hard", "greedy:easy"}
+    for name, seats in (("Pia", [0]), ("greedy:easy", [1, 3]), ("greedy:hard", [2])):
+        row = got[name]
+        assert (row.matches, row.hands) == (len(seats), len(seats) * len(views))
+        assert row.wins == sum(1 for s in seats if s in table["winners"] and s != 0)  # who left never wins
+        assert row.points == sum(table["totals"][s] for s in seats)
+        assert (row.nerts_calls, row.cards_left, row.anemones) == (
+            sum(calls[s] for s in seats), sum(left[s] for s in seats), 0)
+        assert row.matches == len([r for r in rows if r.account_id == row.account_id])
+    a = ps.accounts
+    bot_rows = query(client, select(a).where(a.c.kind == "bot"))
+    assert sorted(row.name for row in bot_rows) == ["greedy:easy", "greedy:hard"]  # one account per level
+    assert all(row.deleted == 0 and row.password_hash is None and row.created for row in bot_rows)
+    assert {row.id for row in bot_rows} == {row.account_id for row in rows[1:]}
+
+    client.portal.call(record_finished, live)  # type: ignore[union-attr]  # a restart just after the end
+    assert stored_results(client, table_id, 4) == rows
+    assert stats_rows(client, "nerts") == got
+
+
+def test_an_anemone_match_stores_the_anemones_each_seat_took(client: TestClient) -> None:
+    """Anemones taken per seat, into ``match_seats`` and ``player_stats`` (no Nerts figures); a person who played
+    to the end is bound to their account, present and not idle."""
+    me = client.post("/api/accounts", json={"name": "Ivo", "password": "long enough"}, headers=ORIGIN).json()
+    made = client.post("/api/tables", headers=ORIGIN, json={
+        "game": "anemone", "options": {"players": 3, "rounds": 1}, "name": "Ivo",
+        "seats": [{"kind": "open"}, {"kind": "bot", "bot": "heuristic"}, {"kind": "bot", "bot": "random"}]}).json()
+    table_id, token = made["table"]["id"], made["token"]
+    live = client.app.state.manager.tables[table_id]  # type: ignore[attr-defined]
+    assert client.post(f"/api/tables/{table_id}/start", json={"token": token}).status_code == 200
+    play_out(client, table_id, token)
+    table = wait_finished(client, table_id)
+    rows = stored_results(client, table_id, 3)
+    views, folded = replayed(client, table_id)
+    taken = [len(faces) for faces in folded.anemones]
+    assert sum(taken) > 0
+
+    result: MatchResult = client.portal.call(match_result, live)  # type: ignore[union-attr]
+    ivo = query(client, select(ps.accounts.c.id).where(ps.accounts.c.name == me["name"]))[0].id
+    assert [(s.account_id, s.bot, s.gone, s.idle) for s in result.seats] == [
+        (ivo, None, False, False), (None, "heuristic", False, False), (None, "random", False, False)]
+    assert [s.stats for s in result.seats] == [{"anemones": n} for n in taken]
+    assert (result.teams, result.rated, result.winners) == ([[0], [1], [2]], True, table["winners"])
+    assert [s.points for s in result.seats] == table["totals"] and result.hands == len(views)
+
+    assert [row.stats for row in rows] == [{"anemones": n} for n in taken]
+    assert rows[0].account_id == ivo and rows[0].ordinal_after is not None
+    got = stats_rows(client, "anemone")
+    assert set(got) == {"Ivo", "heuristic", "random"}
+    for seat, name in enumerate(["Ivo", "heuristic", "random"]):
+        row = got[name]
+        assert (row.matches, row.wins, row.points, row.hands) == (
+            1, int(seat in table["winners"]), table["totals"][seat], len(views))
+        assert (row.anemones, row.nerts_calls, row.cards_left) == (taken[seat], 0, 0)
+    assert stats_rows(client, "nerts") == {}
+
+
+async def running_totals_check(db_url: str) -> None:
+    store = await Store.open(db_url)
+    try:
+        # "random" is also a person: an account from before bot-like names were refused; the bot level of that
+        # name gets an account of its own
+        ids = await make_accounts(store, ["ana", "bo", "random"])
+        # a guest first (skipped, and the seats after it still counted); ana wins the first, bo the second
+        first = MatchResult("s1", "anemone", "2026-04-01T00:00:00Z", 2, [
+            SeatResult(0, "guest", points=9, stats={"anemones": 4}),
+            SeatResult(1, "ana", ids["ana"], points=7, stats={"anemones": 3}),
+            SeatResult(2, "easy", bot="greedy:easy", points=-2, stats={"anemones": 1})], [[0], [1], [2]], [1])
+        second = MatchResult("s2", "anemone", "2026-04-02T00:00:00Z", 3, [
+            SeatResult(0, "ana", ids["ana"], points=1, stats={"anemones": 2}),
+            SeatResult(1, "bo", ids["bo"], points=5, stats={"anemones": 0}),
+            SeatResult(2, "easy", bot="greedy:easy", points=4, stats={"anemones": 6}),
+            SeatResult(3, "rnd", bot="random", points=-3, stats={"anemones": 2})], [[0], [1], [2], [3]], [1])
+        nerts = MatchResult("s3", "nerts", "2026-04-03T00:00:00Z", 4, [
+            SeatResult(0, "ana", ids["ana"], points=20, stats={"nerts_calls": 2, "cards_left": 3}),
+            SeatResult(1, "easy", bot="greedy:easy", points=-4, stats={"nerts_calls": 1, "cards_left": 9})],
+            [[0], [1]], [0])
+        for result in (first, second, nerts):
+            await store.write(recording(result))
+        p, a = ps.player_stats, ps.accounts
+        fields = ("matches", "wins", "points", "hands", "nerts_calls", "cards_left", "anemones")
+        async with store.engine.connect() as conn:
+            rows = (await conn.execute(select(a.c.kind, a.c.name, p)
+                                       .select_from(p.join(a, a.c.id == p.c.account_id)))).all()
+            bots = (await conn.execute(select(a).where(a.c.kind == "bot").order_by(a.c.name))).all()
+        got = {(row.kind, row.name, row.game): tuple(getattr(row, f) for f in fields) for row in rows}
+        assert got == {
+            ("person", "ana", "anemone"): (2, 1, 8, 5, 0, 0, 5),
+            ("person", "bo", "anemone"): (1, 1, 5, 3, 0, 0, 0),
+            ("bot", "greedy:easy", "anemone"): (2, 0, 2, 5, 0, 0, 7),
+            ("bot", "random", "anemone"): (1, 0, -3, 3, 0, 0, 2),
+            ("person", "ana", "nerts"): (1, 1, 20, 4, 2, 3, 0),
+            ("bot", "greedy:easy", "nerts"): (1, 0, -4, 4, 1, 9, 0),
+        }
+        # each bot level's account made once, never deleted, with no password (nobody signs in as a bot)
+        assert [(b.name, b.deleted, b.password_hash) for b in bots] == [("greedy:easy", 0, None), ("random", 0, None)]
+        assert all(b.created for b in bots) and ids["random"] not in {b.id for b in bots}
+        again: list[bool] = []
+        await store.write(lambda conn: again.append(record_results(conn, second)))
+        assert again == [False]
+        async with store.engine.connect() as conn:
+            assert len((await conn.execute(select(p))).all()) == len(got)
+            assert (await conn.execute(select(p.c.matches).where(p.c.account_id == ids["bo"]))).scalar_one() == 1
+    finally:
+        await store.close()
+
+
+def test_player_stats_add_up_each_accounts_matches(db_url: str) -> None:
+    asyncio.run(running_totals_check(db_url))
+
+
+def test_a_nerts_hand_ended_without_a_call_and_an_abandoned_match_are_recorded(db_url: str) -> None:
+    """Two people declare themselves stuck twice: the hand ends with nobody calling Nerts; both then leave the
+    table and it is abandoned. Its results are still recorded: no calls, each seat's whole Nerts pile left, both
+    people absent and last."""
+    settings = Settings(hand_pause_s=0.05, bot_pace=0.05, abandon_after_s=0.2, expiry_check_s=0.1)
+    pile = 6
+    with TestClient(create_app(db_url, settings)) as client:
+        made = client.post("/api/tables", headers=ORIGIN, json={
+            "game": "nerts", "options": {"players": 2, "nerts_pile_size": pile}, "name": "Ula", "autostart": False,
+            "grace_seconds": 0, "seats": [{"kind": "open"}, {"kind": "open"}]}).json()
+        table_id, first = made["table"]["id"], made["token"]
+        second = client.post(f"/api/tables/{table_id}/join", headers=ORIGIN, json={"name": "Vic"}).json()["token"]
+        with client.websocket_connect(f"/ws/tables/{table_id}") as ws1, \
+                client.websocket_connect(f"/ws/tables/{table_id}") as ws2:
+            for ws, token in ((ws1, first), (ws2, second)):
+                ws.send_json({"type": "hello", "token": token})
+                assert ws.receive_json()["type"] == "welcome"
+            assert client.post(f"/api/tables/{table_id}/start", json={"token": first}).status_code == 200
+
+            def until(ws: Any, done: Callable[[dict[str, Any]], bool]) -> None:
+                while not done(ws.receive_json()):
+                    pass
+
+            def event(kind: str) -> Callable[[dict[str, Any]], bool]:
+                return lambda m: m["type"] == "update" and any(e["type"] == kind for e in m["events"])
+
+            until(ws1, lambda m: m["type"] == "snapshot" and m["view"] is not None)
+            for seq in (1, 2):  # stuck, the piles rotate, stuck again with no move between: the hand ends
+                ws1.send_json({"type": "action", "seq": seq, "action": {"type": "stuck"}})
+                until(ws1, event("stuck"))
+                ws2.send_json({"type": "action", "seq": seq, "action": {"type": "stuck"}})
+                until(ws1, event("rotated") if seq == 1 else (lambda m: m["type"] == "hand_over"))
+        deadline = time.monotonic() + 30
+        while client.get(f"/api/tables/{table_id}").json()["status"] != "abandoned":
+            assert time.monotonic() < deadline, "the table was never abandoned"
+            time.sleep(0.1)
+        rows = stored_results(client, table_id, 2)
+        views, _ = replayed(client, table_id)
+        assert (views[0]["ended"], views[0]["called"]) == ("stuck", None)
+        assert [lay["nerts"]["count"] for lay in views[0]["layouts"]] == [pile, pile]
+        calls = [sum(1 for v in views if v["called"] == seat) for seat in range(2)]
+        left = [sum(int(lay["nerts"]["count"]) for v in views for lay in v["layouts"] if seat in lay["seats"])
+                for seat in range(2)]  # stand-ins may have played for them before the table was abandoned
+        assert [row.stats for row in rows] == [{"nerts_calls": calls[s], "cards_left": left[s]} for s in range(2)]
+        assert [(row.account_id, row.won, row.hands) for row in rows] == [(None, 0, len(views))] * 2
+
+
+def test_a_nerts_match_abandoned_in_its_first_hand_is_recorded(db_url: str) -> None:
+    """Nobody ever connects to a started two-person table (other tables are in play beside it): it is
+    abandoned during its first hand, and its own record gives each seat's cards left (no calls)."""
+    settings = Settings(hand_pause_s=0.05, bot_pace=20, abandon_after_s=0.2, expiry_check_s=0.1)
+    pile = 7
+    with TestClient(create_app(db_url, settings)) as client:
+        for _ in range(3):  # the results must come from this table's own record, whatever else is stored
+            other = client.post("/api/tables", headers=ORIGIN, json={
+                "game": "anemone", "options": TWO_ANEMONE, "name": "Wes", "autostart": False,
+                "seats": [{"kind": "open"}, {"kind": "bot", "bot": "random"}]}).json()
+            started = client.post(f"/api/tables/{other['table']['id']}/start", json={"token": other["token"]})
+            assert started.status_code == 200  # in play, then abandoned: kept, unlike a table nobody joined
+        made_at = accounts.now_iso()
+        while accounts.now_iso() == made_at:  # this table is then made a second later: listed after the others
+            time.sleep(0.05)
+        made = client.post("/api/tables", headers=ORIGIN, json={
+            "game": "nerts", "options": {"players": 2, "nerts_pile_size": pile}, "name": "Xia", "autostart": False,
+            "grace_seconds": 0, "seats": [{"kind": "open"}, {"kind": "open"}]}).json()
+        table_id, token = made["table"]["id"], made["token"]
+        client.post(f"/api/tables/{table_id}/join", headers=ORIGIN, json={"name": "Yan"})
+        assert client.post(f"/api/tables/{table_id}/start", json={"token": token}).status_code == 200
+        deadline = time.monotonic() + 30
+        while client.get(f"/api/tables/{table_id}").json()["status"] != "abandoned":
+            assert time.monotonic() < deadline, "the table was never abandoned"
+            time.sleep(0.1)
+        rows = stored_results(client, table_id, 2)
+        views, _ = replayed(client, table_id)
+        assert len(views) == 1 and not views[0]["over"]
+        left = [sum(int(lay["nerts"]["count"]) for lay in views[0]["layouts"] if seat in lay["seats"])
+                for seat in range(2)]
+        assert all(n > 0 for n in left)
+        assert [row.stats for row in rows] == [{"nerts_calls": 0, "cards_left": n} for n in left]
+        assert [(row.name, row.account_id, row.won, row.hands) for row in rows] == [
+            ("Xia", None, 0, 1), ("Yan", None, 0, 1)]
+
+
+async def bot_on_two_seats_check(db_url: str) -> None:
+    store = await Store.open(db_url)
+    try:
+        ids = await make_accounts(store, ["zed"])
+        for i in range(2):  # the first match makes the bot's rating, the second updates it
+            seats = [SeatResult(0, "zed", ids["zed"], points=1), SeatResult(1, "h1", bot="greedy:hard", points=9),
+                     SeatResult(2, "h2", bot="greedy:hard", points=9)]
+            await store.write(recording(MatchResult(f"two{i}", "nerts", f"2026-05-0{i + 1}T00:00:00Z", 1, seats,
+                                                    [[0], [1], [2]], [1, 2])))
+        a = ps.accounts
+        async with store.engine.connect() as conn:
+            bot = (await conn.execute(select(a.c.id).where(a.c.name == "greedy:hard"))).scalar_one()
+        got = await stored_ratings(store, "nerts")
+        assert (got[bot].matches, got[bot].wins) == (2, 2)  # one match won each time, though on two seats
+        assert (got[ids["zed"]].matches, got[ids["zed"]].wins) == (2, 0)
+    finally:
+        await store.close()
+
+
+def test_a_bot_level_on_two_winning_seats_wins_one_match(db_url: str) -> None:
+    """A bot level may hold several seats of one match (it is one account): its rating counts one match and at
+    most one win per match."""
+    asyncio.run(bot_on_two_seats_check(db_url))
+
+
+async def other_game_check(db_url: str) -> None:
+    store = await Store.open(db_url)
+    try:
+        ids = await make_accounts(store, ["una", "vo"])
+        for game in ("nerts", "anemone"):
+            await set_ratings(store, game, {ids["una"]: (30.0, 5.0, 4, 2), ids["vo"]: (20.0, 6.0, 3, 1)})
+        seats = [SeatResult(0, "una", ids["una"], points=8), SeatResult(1, "vo", ids["vo"], points=2)]
+        await store.write(recording(MatchResult("g1", "nerts", "2026-06-01T00:00:00Z", 1, seats, [[0], [1]], [0])))
+        nerts, anemone = await stored_ratings(store, "nerts"), await stored_ratings(store, "anemone")
+        assert [(nerts[i].matches, nerts[i].mu != m) for i, m in ((ids["una"], 30.0), (ids["vo"], 20.0))] == [
+            (5, True), (4, True)]
+        assert [(anemone[i].mu, anemone[i].sigma, anemone[i].matches, anemone[i].wins, anemone[i].updated)
+                for i in (ids["una"], ids["vo"])] == [(30.0, 5.0, 4, 2, "2026-01-01T00:00:00Z"),
+                                                      (20.0, 6.0, 3, 1, "2026-01-01T00:00:00Z")]
+    finally:
+        await store.close()
+
+
+def test_a_match_changes_only_its_own_games_ratings(db_url: str) -> None:
+    """A Nerts match updates the players' Nerts ratings and leaves their Enemy Anemone ratings as they were."""
+    asyncio.run(other_game_check(db_url))
