@@ -425,3 +425,88 @@ def test_the_failure_limiter_forgets_what_left_its_window_and_stays_bounded(monk
         limiter.fail(f"new{i}")  # a flood within one window
     assert len(limiter._failures) <= 100
     assert limiter.wait_s("new399", 1) > 0  # the latest are still counted
+
+
+def test_the_failure_limiter_forgets_exactly_the_keys_out_of_the_window_then_the_first_seen(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which keys go when the limiter passes its bound: first every key whose failures are all out of the window
+    (a failure exactly ``window_s`` old is out, as :meth:`Limiter.wait_s` counts it), then, should more than half
+    the bound be left, the keys seen first, down to half."""
+    monkeypatch.setattr(accounts, "MAX_FAILURE_KEYS", 100)
+    now = [0.0]
+    limiter = accounts.Limiter(900.0, clock=lambda: now[0])
+    for i in range(60):
+        limiter.fail(f"old{i}")
+    now[0] = 900.0  # the old failures are exactly one window old: out of it
+    for i in range(41):
+        limiter.fail(f"new{i}")  # the 101st key: the old ones go, the 41 new stay
+    assert list(limiter._failures) == [f"new{i}" for i in range(41)]
+    for i in range(41, 101):
+        limiter.fail(f"new{i}")  # 101 keys in the window: the first 51 go
+    assert list(limiter._failures) == [f"new{i}" for i in range(51, 101)]
+    # 50 keys out of the window and 51 in: one more than half the bound is left, so the first of them goes too
+    limiter = accounts.Limiter(900.0, clock=lambda: now[0])
+    for i in range(50):
+        limiter.fail(f"a{i}")
+    now[0] += 900.0
+    for i in range(51):
+        limiter.fail(f"b{i}")
+    assert list(limiter._failures) == [f"b{i}" for i in range(1, 51)]
+
+
+def test_not_signed_in_is_a_coded_refusal_with_its_reason(client: TestClient) -> None:
+    for response in (client.get("/api/me"), client.get("/api/me/seats"), client.delete("/api/me", headers=ORIGIN)):
+        assert response.status_code == 401, response.text
+        assert response.json() == {"detail": "you are not signed in", "code": "account.not_signed_in",
+                                   "params": {}}
+
+
+def test_a_refusal_says_its_reason_when_logged() -> None:
+    with pytest.raises(accounts.AccountError) as refused:
+        accounts.clean_name("a\u202eb")
+    assert refused.value.detail and str(refused.value) == refused.value.detail
+
+
+def test_an_account_is_shown_by_its_id_and_name(client: TestClient) -> None:
+    made = sign_up(client, "Nia")
+    assert made.status_code == 201, made.text
+    shown = made.json()
+    assert set(shown) == {"id", "name"} and shown["name"] == "Nia" and isinstance(shown["id"], int)
+    assert client.get("/api/me").json() == shown
+    assert client.get("/api/session").json() == {"account": shown}
+    assert sign_in(client, "Nia").json() == shown
+
+
+def test_password_hashes_and_checks_run_in_the_argon2_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hashing (sign-up) as well as checking (sign-in) waits its turn among ``argon2_concurrency`` threads, never
+    the event loop's default pool."""
+    import asyncio
+    import threading
+
+    real, threads = accounts._hasher, []
+
+    class NotingHasher:  # the real hasher, noting the thread each call runs in
+        def hash(self, password: str) -> str:
+            threads.append(threading.current_thread().name)
+            return str(real.hash(password))
+
+        def verify(self, password_hash: str, password: str) -> bool:
+            threads.append(threading.current_thread().name)
+            return bool(real.verify(password_hash, password))
+
+    monkeypatch.setattr(accounts, "_hasher", NotingHasher())
+    checks = accounts.PasswordChecks(1)
+    try:
+        hashed = asyncio.run(checks.hash(PASSWORD))
+        assert asyncio.run(checks.verify(hashed, PASSWORD)) is True
+    finally:
+        checks.close()
+    assert len(threads) == 2 and all(name.startswith("cardtable-argon2") for name in threads), threads
+
+
+def test_the_argon2_threads_are_as_many_as_the_setting_says(tmp_path: Path) -> None:
+    settings = Settings(hand_pause_s=0.05, bot_pace=0.05, argon2_concurrency=3)
+    with TestClient(create_app(f"sqlite+aiosqlite:///{tmp_path / 'a.db'}", settings)) as client:
+        assert sign_up(client, "Oto").status_code == 201
+        checks: Any = client.app.state.password_checks  # type: ignore[attr-defined]
+        assert checks.concurrency == 3 and checks._executor._max_workers == 3
