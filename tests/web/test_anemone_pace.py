@@ -60,6 +60,7 @@ def test_a_finished_trick_stays_before_the_next_one(page: Page, server: str) -> 
     tid, token = _bots_only_table(server)
     page.goto(f"{server}/?table={tid}&watch=1")
     page.wait_for_selector("#page")
+    page.wait_for_function("() => window.__ctConn")  # the table's connection, whose snapshots OBSERVE_JS notes
     page.evaluate(OBSERVE_JS)
     _start_and_leave(server, tid, token)
     # the whole hand: 4 players with 10 cards each play 10 tricks; the hand-over dialog waits behind the last one
