@@ -17,10 +17,11 @@ import json
 import tempfile
 import time
 
-from cardtable.server.manager import Manager
-from cardtable.server.play import Peer, Play
-from cardtable.server.store import Store
-from cardtable.server.table import Settings
+from cardtable.server.core.settings import Settings
+from cardtable.server.lobby.manager import Manager
+from cardtable.server.storage.store import Store
+from cardtable.server.table.actions import Play
+from cardtable.server.table.connections import Peer
 
 
 async def drain(peer: Peer) -> None:

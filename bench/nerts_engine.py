@@ -4,7 +4,7 @@ Run: ``.venv/bin/python bench/nerts_engine.py [--hands 100] [--seed 1]``
 
 Prints hands per second (goal: at least 20), microseconds per ``legal_actions`` / ``apply`` / ``view`` call
 measured inside those hands, the engine's share of one table update (after each applied action, every seat's
-``legal_actions`` and ``view`` and a spectator's ``view``, as ``server/table.py`` sends them), and, measured in the
+``legal_actions`` and ``view`` and a spectator's ``view``, as ``server/table/owner.py`` sends them), and, measured in the
 same run as a baseline, the cost of dealing a hand (``start_hand`` from explicit packs) and of ``copy.deepcopy``
 of a mid-hand state, with the ratios.
 """

@@ -33,9 +33,9 @@ from sqlalchemy import make_url
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from cardtable.server.app import create_app  # noqa: E402
-from cardtable.server.results import MatchResult, SeatResult, record_results  # noqa: E402
-from cardtable.server.store import Store  # noqa: E402
+from cardtable.server.edge.app import create_app  # noqa: E402
+from cardtable.server.players.results import MatchResult, SeatResult, record_results  # noqa: E402
+from cardtable.server.storage.store import Store  # noqa: E402
 
 BOTS = ["greedy:easy", "greedy:medium", "greedy:hard", "greedy", "random", "heuristic", "ismcts:easy", "ismcts:hard"]
 GAMES = ["nerts", "anemone"]

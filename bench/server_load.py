@@ -64,7 +64,7 @@ import httpx
 import msgspec
 from picows import WSCloseCode, WSError, WSFrame, WSListener, WSMsgType, WSTransport, ws_connect
 
-from cardtable.server.app import GC_THRESHOLDS
+from cardtable.server.edge.app import GC_THRESHOLDS
 from machine import cpu_seconds, cpu_speed_ms, free_port, parent_pid, stop
 
 ECHO_SERVER = """
@@ -842,7 +842,7 @@ def main() -> None:
 
 def run_loop(main: Coroutine[Any, Any, None]) -> None:
     """Run ``main`` on uvloop when installed (as the servers do: uvicorn's default), else on asyncio's loop, with
-    the garbage collector set as the servers set it (``cardtable.server.app.serve``): the start-up objects frozen out
+    the garbage collector set as the servers set it (``cardtable.server.edge.app.serve``): the start-up objects frozen out
     of every collection and rare full collections, so the load generator's own pauses stay out of the latencies."""
     gc.collect()
     gc.freeze()

@@ -1,4 +1,4 @@
-"""CPU of the store's group commit on PostgreSQL (``server/store.py``): this process's CPU per commit and per action.
+"""CPU of the store's group commit on PostgreSQL (``server/storage/store.py``): this process's CPU per commit and per action.
 
 Starts a private PostgreSQL (``tests/services.py``; or ``--db URL``, emptied), stores ``--tables`` tables, each owned
 at an epoch (fenced, as when several processes serve), then queues ``--commits`` group commits of B actions each
@@ -29,8 +29,8 @@ import msgspec
 from sqlalchemy import bindparam, update
 from sqlalchemy.engine import Connection
 
-from cardtable.server import schema
-from cardtable.server.store import SeatRow, Store, TableRow
+from cardtable.server.storage import schema
+from cardtable.server.storage.store import SeatRow, Store, TableRow
 
 ACTION = {"type": "move", "from": "work:1", "to": "foundation:3"}
 

@@ -21,9 +21,8 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from cardtable.replay import fold
-from cardtable.server import schema
-from cardtable.server.manager import record_of
-from cardtable.server.store import Store
+from cardtable.server.storage import schema
+from cardtable.server.storage.store import Store, record_of
 from services import Server, free_port, run_async, start_server
 
 Message = dict[str, Any]

@@ -49,6 +49,6 @@ def cheap_hashes(monkeypatch: pytest.MonkeyPatch) -> None:
     and sign in use it for every test: ``pytestmark = pytest.mark.usefixtures("cheap_hashes")``)."""
     from argon2 import PasswordHasher
 
-    from cardtable.server import accounts
+    from cardtable.server.players import accounts
 
     monkeypatch.setattr(accounts, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))

@@ -295,8 +295,8 @@ def serve_in_thread(app: Any, port: int) -> tuple[Any, threading.Thread]:
     ``server.should_exit = True`` and ``thread.join()``."""
     import uvicorn
 
-    from cardtable.server.app import uvicorn_config
-    from cardtable.server.settings import Settings
+    from cardtable.server.core.settings import Settings
+    from cardtable.server.edge.app import uvicorn_config
 
     running = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port, Settings()))
     thread = threading.Thread(target=running.run, daemon=True)

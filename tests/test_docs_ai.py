@@ -56,7 +56,7 @@ def test_core_imports_none_of_the_ai_extra() -> None:
     """``import cardtable``, ``cardtable.games`` and ``cardtable.server`` leave the ``ai`` extra unimported."""
     code = (
         "import sys, cardtable, cardtable.games, cardtable.games.anemone, cardtable.games.nerts, "
-        "cardtable.bots.anemone, cardtable.server.app, cardtable.cli\n"
+        "cardtable.bots.anemone, cardtable.server.edge.app, cardtable.cli\n"
         "bad = [m for m in ('pettingzoo', 'gymnasium', 'numpy', 'pyspiel', 'open_spiel') if m in sys.modules]\n"
         "print(','.join(bad))"
     )

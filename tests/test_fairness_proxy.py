@@ -36,7 +36,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
 from cardtable.games import get_game
-from cardtable.server.table import hand_seed
+from cardtable.server.table.owner import hand_seed
 from services import Server, start_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("fairness_proxy")]

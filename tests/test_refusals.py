@@ -282,8 +282,8 @@ def test_account_and_player_refusals_carry_their_registered_params(tmp_path: Pat
     from argon2 import PasswordHasher
     from starlette.testclient import TestClient
 
-    from cardtable.server import accounts
-    from cardtable.server.app import create_app
+    from cardtable.server.edge.app import create_app
+    from cardtable.server.players import accounts
 
     monkeypatch.setattr(accounts, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
     origin = {"Origin": "http://testserver"}

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cardtable.cli import app
-from cardtable.server.settings import HELP, Settings, env_name, option_name, settings_from_env
+from cardtable.server.core.settings import HELP, Settings, env_name, option_name, settings_from_env
 from services import start_server
 
 SMALL = {"game": "anemone", "options": {"players": 2}}

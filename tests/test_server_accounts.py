@@ -1,4 +1,4 @@
-"""Accounts and sessions (cardtable.server.accounts), on SQLite and PostgreSQL: sign up, in, out, delete, the
+"""Accounts and sessions (cardtable.server.players.accounts), on SQLite and PostgreSQL: sign up, in, out, delete, the
 sign-in limit, names in case and width variants, cookie flags, cross-origin refusals, and no password or hash in
 any answer."""
 
@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from cardtable.server import accounts
-from cardtable.server.accounts import (
+from cardtable.server.core.settings import Settings
+from cardtable.server.edge.app import create_app
+from cardtable.server.players import accounts
+from cardtable.server.players.accounts import (
     COOKIE,
     MAX_FAILURES_PER_ADDRESS,
     MAX_FAILURES_PER_NAME,
     MAX_SIGN_UPS_PER_ADDRESS,
 )
-from cardtable.server.app import create_app
-from cardtable.server.table import Settings
 
 ORIGIN = {"Origin": "http://testserver"}
 PASSWORD = "correct horse battery"

@@ -1,4 +1,4 @@
-"""Several ``cardtable serve --redis`` processes on one PostgreSQL and one Redis (``server/cluster.py``), as real
+"""Several ``cardtable serve --redis`` processes on one PostgreSQL and one Redis (``server/cluster/ownership.py``), as real
 processes: relayed play across two processes, SIGKILL of an owner, split brain (SIGSTOP past the lease), Redis
 restarted and PostgreSQL unreachable mid-game, a rolling restart.
 
@@ -356,11 +356,11 @@ async def test_a_table_whose_lease_was_lost_is_dropped_here_and_its_lease_left_a
     reported for an epoch no longer held (the table taken again since) drops nothing."""
     from redis.asyncio import Redis as AsyncRedis
 
-    from cardtable.server.cluster import Cluster, ClusterSettings
-    from cardtable.server.lease import LEASE_PREFIX
-    from cardtable.server.manager import Manager
-    from cardtable.server.store import Store
-    from cardtable.server.table import Settings
+    from cardtable.server.cluster.lease import LEASE_PREFIX
+    from cardtable.server.cluster.ownership import Cluster, ClusterSettings
+    from cardtable.server.core.settings import Settings
+    from cardtable.server.lobby.manager import Manager
+    from cardtable.server.storage.store import Store
     from polling import until
 
     store = await Store.open(pg_db, cluster=True)
@@ -398,10 +398,10 @@ def test_a_table_whose_lease_was_lost_is_no_longer_served(pg_db: str, redis_url:
     from websockets.exceptions import ConnectionClosed
     from websockets.sync.client import connect
 
-    from cardtable.server.app import create_app, uvicorn_config
-    from cardtable.server.lease import LEASE_PREFIX, parse_lease
-    from cardtable.server.store import Store
-    from cardtable.server.table import Settings
+    from cardtable.server.cluster.lease import LEASE_PREFIX, parse_lease
+    from cardtable.server.core.settings import Settings
+    from cardtable.server.edge.app import create_app, uvicorn_config
+    from cardtable.server.storage.store import Store
 
     port = free_port()
     settings = Settings(hand_pause_s=0.05, bot_pace=0.05, lease_ms=LOST_LEASE_MS, sweep_s=600, call_timeout_s=1.0)
@@ -458,10 +458,10 @@ def test_a_table_whose_lease_was_lost_is_no_longer_served(pg_db: str, redis_url:
 
 async def _one_process(pg_db: str, redis_url: str, lease_ms: int = LOST_LEASE_MS) -> Any:
     """A store, cluster and manager of one process on ``pg_db`` and ``redis_url`` (``close_one`` ends them)."""
-    from cardtable.server.cluster import Cluster, ClusterSettings
-    from cardtable.server.manager import Manager
-    from cardtable.server.store import Store
-    from cardtable.server.table import Settings
+    from cardtable.server.cluster.ownership import Cluster, ClusterSettings
+    from cardtable.server.core.settings import Settings
+    from cardtable.server.lobby.manager import Manager
+    from cardtable.server.storage.store import Store
 
     store = await Store.open(pg_db, cluster=True)
     cluster = await Cluster.open(redis_url, store, ClusterSettings(lease_ms=lease_ms, sweep_s=600))
@@ -481,12 +481,13 @@ async def test_a_take_whose_epoch_moves_keeps_an_expiring_lease_at_the_databases
     from redis.asyncio import Redis as AsyncRedis
     from sqlalchemy import select
 
-    from cardtable.server import schema
-    from cardtable.server.lease import EPOCH_PREFIX, LEASE_PREFIX
-    from cardtable.server.manager import Manager
-    from cardtable.server.play import Play
-    from cardtable.server.store import Store
-    from cardtable.server.table import Settings, Table
+    from cardtable.server.cluster.lease import EPOCH_PREFIX, LEASE_PREFIX
+    from cardtable.server.core.settings import Settings
+    from cardtable.server.lobby.manager import Manager
+    from cardtable.server.storage import schema
+    from cardtable.server.storage.store import Store
+    from cardtable.server.table.actions import Play
+    from cardtable.server.table.owner import Table
 
     store = await Store.open(pg_db)  # a process of old that created it and is gone
     manager = await Manager.open(store, Settings(hand_pause_s=0.05, bot_pace=0.05))
@@ -529,9 +530,9 @@ async def test_handing_over_releases_every_lease_names_each_table_and_takes_noth
     published on ``ct:released``; afterwards this process neither creates nor takes a table."""
     from redis.asyncio import Redis as AsyncRedis
 
-    from cardtable.server.cluster import RELEASED
-    from cardtable.server.lease import LEASE_PREFIX
-    from cardtable.server.table import TableError
+    from cardtable.server.cluster.lease import LEASE_PREFIX
+    from cardtable.server.cluster.ownership import RELEASED
+    from cardtable.server.core.errors import TableError
 
     store, cluster, manager = await _one_process(pg_db, redis_url)
     redis = AsyncRedis.from_url(redis_url)

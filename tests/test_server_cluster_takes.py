@@ -1,4 +1,4 @@
-"""Taking tables over (``server/cluster.py``: ``take``, ``take_many``, ``sweep``, ``locate``), in one process on a
+"""Taking tables over (``server/cluster/ownership.py``: ``take``, ``take_many``, ``sweep``, ``locate``), in one process on a
 real PostgreSQL and Redis: the sweep takes free tables in chunks and notes when a missed lease expires, a
 connection to a table being taken here waits for that take (it is never told the table does not exist), one to a
 table whose owner missed a renewal waits for its lease to expire and is served here (not relayed to the dead
@@ -13,12 +13,13 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
-from cardtable.server import cluster as cluster_module
-from cardtable.server.cluster import Cluster, ClusterSettings
-from cardtable.server.lease import LEASE_PREFIX
-from cardtable.server.manager import Manager
-from cardtable.server.store import Store
-from cardtable.server.table import Settings, Table
+from cardtable.server.cluster import ownership as cluster_module
+from cardtable.server.cluster.lease import LEASE_PREFIX
+from cardtable.server.cluster.ownership import Cluster, ClusterSettings
+from cardtable.server.core.settings import Settings
+from cardtable.server.lobby.manager import Manager
+from cardtable.server.storage.store import Store
+from cardtable.server.table.owner import Table
 from services import Postgres, new_database
 
 SETTINGS = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0, chosen_seeds=1)  # seeded deals
@@ -86,7 +87,7 @@ async def test_the_sweep_takes_free_tables_in_chunks_and_notes_a_missed_lease(
 
 
 async def table_play(table: Table) -> Any:
-    from cardtable.server.play import Play
+    from cardtable.server.table.actions import Play
 
     future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
     state = table.state

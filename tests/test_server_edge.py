@@ -1,4 +1,4 @@
-"""The HTTP edge (``server/guard.py``, issue 25 items 3 and 10): whose address a limit counts, when forwarded
+"""The HTTP edge (``server/edge/guard.py``, issue 25 items 3 and 10): whose address a limit counts, when forwarded
 headers are believed, the session cookie's ``Secure`` flag, the Origin check and the security headers.
 
 Forwarded headers are read by uvicorn's ``ProxyHeadersMiddleware``, which only a real ``uvicorn.Config`` adds, so
@@ -16,11 +16,12 @@ import pytest
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
-from cardtable.server import accounts
-from cardtable.server.accounts import MAX_FAILURES_PER_ADDRESS
-from cardtable.server.app import create_app, uvicorn_config
-from cardtable.server.guard import SECURITY_HEADERS, address_key, client_address, trusted_networks
-from cardtable.server.settings import Settings, settings_from_env
+from cardtable.server.core.addresses import address_key, client_address, trusted_networks
+from cardtable.server.core.settings import Settings, settings_from_env
+from cardtable.server.edge.app import create_app, uvicorn_config
+from cardtable.server.edge.guard import SECURITY_HEADERS
+from cardtable.server.players import accounts
+from cardtable.server.players.accounts import MAX_FAILURES_PER_ADDRESS
 from services import start_server
 
 pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"), pytest.mark.usefixtures("cheap_hashes")]

@@ -22,10 +22,10 @@ import pytest
 from argon2 import PasswordHasher
 from starlette.testclient import TestClient
 
-from cardtable.server import accounts
-from cardtable.server.app import create_app
-from cardtable.server.bots import SearchScheduler
-from cardtable.server.settings import Settings
+from cardtable.server.core.settings import Settings
+from cardtable.server.edge.app import create_app
+from cardtable.server.players import accounts
+from cardtable.server.table.bots import SearchScheduler
 from polling import until
 from services import Server, run_async, start_server
 

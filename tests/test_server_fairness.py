@@ -1,4 +1,4 @@
-"""Fair races at a real table (``cardtable.server.fairness``): a near and a far seat race for the same foundation
+"""Fair races at a real table (``cardtable.server.table.fairness``): a near and a far seat race for the same foundation
 place, through the table's fairness gate, owner, engine and store, on the asyncio clock.
 
 Each race is its own two-seat table dealt so that seat 0 starts the spades with its ace and then both seats hold a
@@ -19,10 +19,12 @@ import pytest
 
 from cardtable.games import GameInfo, get_game
 from cardtable.games.nerts import NertsMatch, layout_pack
-from cardtable.server.fairness import FairGate
-from cardtable.server.play import Peer, Play
-from cardtable.server.store import SeatRow, Store, TableRow
-from cardtable.server.table import Settings, Table
+from cardtable.server.core.settings import Settings
+from cardtable.server.storage.store import SeatRow, Store, TableRow
+from cardtable.server.table.actions import Play
+from cardtable.server.table.connections import Peer
+from cardtable.server.table.fairness import FairGate
+from cardtable.server.table.owner import Table
 
 MOVE = {"type": "move", "from": "nerts", "to": "foundation:0"}
 SCALE = 2
@@ -161,7 +163,7 @@ async def test_a_lying_far_seat_gains_at_most_the_cap(store: Store) -> None:
 
 
 async def test_pings_carry_round_trips_and_bad_ones_change_nothing(store: Store) -> None:
-    from cardtable.server import messages
+    from cardtable.server.core import messages
 
     assert messages.decode('{"type": "ping", "t": 1.5, "rtt": 84.0}') == messages.Ping(1.5, 84.0)
     assert messages.decode('{"type": "ping", "t": 1.5}') == messages.Ping(1.5, None)

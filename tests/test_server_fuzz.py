@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from cardtable.server import messages
-from cardtable.server.app import create_app
-from cardtable.server.table import Settings
+from cardtable.server.core import messages
+from cardtable.server.core.settings import Settings
+from cardtable.server.edge.app import create_app
 
 ODD_TEXT = st.one_of(
     st.text(max_size=12),

@@ -1,4 +1,4 @@
-"""The HTTP guard of the embedded server (``server/guard.py``, issue 25, "Tests that guard the security and ownership
+"""The HTTP guard of the embedded server (``server/edge/guard.py``, issue 25, "Tests that guard the security and ownership
 code"), as a client or an attacker meets it: heads and bodies over their caps (at the byte), bodies sent in
 chunks, JSON that is not strict, security headers, the Origin parser, and, on a real uvicorn socket, slow
 requests (the second one of a kept-alive connection too), connections per address and trusted proxies.
@@ -24,25 +24,20 @@ import pytest
 import uvicorn
 from starlette.testclient import TestClient
 
-from cardtable.server.app import create_app
-from cardtable.server.guard import (
+from cardtable.server.core.addresses import own_origin, parse_origin, trusted_networks
+from cardtable.server.core.errors import ErrorBody, describe_validation_errors, error_responses
+from cardtable.server.core.limits import AddressBuckets, ConnectionCounts
+from cardtable.server.core.settings import Settings
+from cardtable.server.edge.app import create_app
+from cardtable.server.edge.guard import (
     CONTENT_SECURITY_POLICY,
     DOCS_CONTENT_SECURITY_POLICY,
     MAX_JSON_DEPTH,
     SECURITY_HEADERS,
-    AddressBuckets,
     BodyGuard,
-    ConnectionCounts,
-    ErrorBody,
     SecurityHeaders,
-    describe_validation_errors,
-    error_responses,
     guarded_h11,
-    own_origin,
-    parse_origin,
-    trusted_networks,
 )
-from cardtable.server.settings import Settings
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

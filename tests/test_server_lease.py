@@ -1,4 +1,4 @@
-"""Leases in Redis (``server/lease.py``) and the fence at the database (``Store.take``, ``Store.fences``), on a real
+"""Leases in Redis (``server/cluster/lease.py``) and the fence at the database (``Store.take``, ``Store.fences``), on a real
 Redis and on SQLite and PostgreSQL: one holder at a time, renewal only by the holder, and a write from an owner
 whose epoch is no longer the table's is refused with nothing stored."""
 
@@ -15,9 +15,16 @@ from redis.asyncio import Redis
 from sqlalchemy import select, text
 from sqlalchemy.engine import Connection
 
-from cardtable.server import lease as lease_module
-from cardtable.server.lease import EPOCH_PREFIX, LEASE_PREFIX, LeaseKeeper, Leases, lease_value, parse_lease
-from cardtable.server.store import Fenced, SeatRow, Store, TableRow
+from cardtable.server.cluster import lease as lease_module
+from cardtable.server.cluster.lease import (
+    EPOCH_PREFIX,
+    LEASE_PREFIX,
+    LeaseKeeper,
+    Leases,
+    lease_value,
+    parse_lease,
+)
+from cardtable.server.storage.store import Fenced, SeatRow, Store, TableRow
 from cluster_harness import TcpProxy
 from polling import until
 from services import Postgres, free_port, new_database
@@ -206,7 +213,7 @@ async def test_a_batch_of_actions_only_refuses_only_the_stale_tables_actions(db_
 
 async def _actions(store: Store, table_id: str) -> list[tuple[int, int | None, int, int | None]]:
     """``(hand, seat, ms, epoch)`` of the stored actions of ``table_id`` (no hand row needed), in order."""
-    from cardtable.server import schema
+    from cardtable.server.storage import schema
 
     a = schema.actions
     async with store.engine.connect() as conn:

@@ -19,12 +19,12 @@ import pytest
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
-from cardtable.server import messages
-from cardtable.server.app import create_app
-from cardtable.server.guard import AddressBuckets
-from cardtable.server.play import Peer
-from cardtable.server.store import JOURNAL_SIZE_LIMIT, Store
-from cardtable.server.table import Settings
+from cardtable.server.core import messages
+from cardtable.server.core.limits import AddressBuckets
+from cardtable.server.core.settings import Settings
+from cardtable.server.edge.app import create_app
+from cardtable.server.storage.store import JOURNAL_SIZE_LIMIT, Store
+from cardtable.server.table.connections import Peer
 
 Message = dict[str, Any]
 
@@ -350,7 +350,7 @@ def test_the_sqlite_log_is_bounded_and_truncated(tmp_path: Path) -> None:
     db = tmp_path / "wal.db"
 
     async def go() -> None:
-        from cardtable.server.store import SeatRow, TableRow
+        from cardtable.server.storage.store import SeatRow, TableRow
 
         store = await Store.open(f"sqlite+aiosqlite:///{db}")
         try:
@@ -380,7 +380,7 @@ def test_the_sqlite_log_is_bounded_and_truncated(tmp_path: Path) -> None:
 
 
 def test_bots_do_not_import_the_table_owner() -> None:
-    code = "import sys, cardtable.server.bots; print('cardtable.server.table' in sys.modules)"
+    code = "import sys, cardtable.server.table.bots; print('cardtable.server.table.owner' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 

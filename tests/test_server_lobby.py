@@ -10,8 +10,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from cardtable.refusals import PARAMS
-from cardtable.server.app import create_app
-from cardtable.server.table import Settings
+from cardtable.server.core.settings import Settings
+from cardtable.server.edge.app import create_app
 
 
 @pytest.fixture
@@ -177,7 +177,7 @@ def all_pages(client: TestClient, status: str, limit: int) -> list[str]:
 
 
 def test_open_and_playing_lists_keep_creation_order_as_tables_start_and_leave(tmp_path: Path) -> None:
-    """The live lists (``server/listing.py``) page oldest first (by ``created``, then id); a table that starts moves from the open list to the
+    """The live lists (``server/lobby/listing.py``) page oldest first (by ``created``, then id); a table that starts moves from the open list to the
     playing one at once, in its place; a closed one leaves; after a restart the lists are rebuilt in the same
     order."""
     settings = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=60_000)

@@ -22,9 +22,9 @@ import httpx
 import pytest
 import uvicorn
 
-from cardtable.server import messages
-from cardtable.server.app import create_app, uvicorn_config
-from cardtable.server.table import Settings
+from cardtable.server.core import messages
+from cardtable.server.core.settings import Settings
+from cardtable.server.edge.app import create_app, uvicorn_config
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

@@ -1,4 +1,4 @@
-"""Client message decoding and limits of cardtable.server.messages (docs/protocol.md, "Limits")."""
+"""Client message decoding and limits of cardtable.server.core.messages (docs/protocol.md, "Limits")."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cardtable.refusals import CODES, PARAMS
-from cardtable.server import messages
-from cardtable.server.tokens import hash_token, new_token, token_matches
+from cardtable.server.core import messages
+from cardtable.server.core.tokens import hash_token, new_token, token_matches
 
 
 def test_decodes_each_client_message() -> None:

@@ -1,4 +1,4 @@
-"""Names (cardtable.server.names, the accounts and lobby routes that take them), on SQLite and PostgreSQL:
+"""Names (cardtable.server.players.names, the accounts and lobby routes that take them), on SQLite and PostgreSQL:
 invisible, control and bidi characters refused, look-alikes of a taken name refused (UTS #39 skeleton, unique in
 the database, existing accounts given theirs by the migration), bot-like and reserved words refused for accounts
 and guests alike, and NUL or control characters in a path, a query or a body answered with a coded 404 or 422,
@@ -21,11 +21,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import create_async_engine
 from starlette.testclient import TestClient
 
-from cardtable.server import names
-from cardtable.server import players_schema as ps
-from cardtable.server.app import create_app
-from cardtable.server.store import Store, alembic_config
-from cardtable.server.table import Settings
+from cardtable.server.core.settings import Settings
+from cardtable.server.edge.app import create_app
+from cardtable.server.players import names
+from cardtable.server.storage import players_schema as ps
+from cardtable.server.storage.store import Store, alembic_config
 
 ORIGIN = {"Origin": "http://testserver"}
 PASSWORD = "correct horse battery"

@@ -16,10 +16,11 @@ from sqlalchemy import select
 from starlette.testclient import TestClient
 
 from cardtable.games import get_game
-from cardtable.server import players_schema as ps
-from cardtable.server import schema
-from cardtable.server.app import create_app
-from cardtable.server.table import Settings, hand_seed
+from cardtable.server.core.settings import Settings
+from cardtable.server.edge.app import create_app
+from cardtable.server.storage import players_schema as ps
+from cardtable.server.storage import schema
+from cardtable.server.table.owner import hand_seed
 
 ORIGIN = {"Origin": "http://testserver"}
 SETTINGS = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from cardtable.server.app import create_app
-from cardtable.server.table import Settings
+from cardtable.server.core.settings import Settings
+from cardtable.server.edge.app import create_app
 
 
 def make_client(tmp_path: Path, **knobs: float) -> TestClient:

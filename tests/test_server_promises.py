@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 
 from cardtable.replay import fold
-from cardtable.server.manager import Manager, record_of
-from cardtable.server.play import Peer, Play
-from cardtable.server.store import SeatRow, Store, TableRow
-from cardtable.server.table import Settings, Table
+from cardtable.server.core.settings import Settings
+from cardtable.server.lobby.manager import Manager
+from cardtable.server.storage.store import SeatRow, Store, TableRow, record_of
+from cardtable.server.table.actions import Play
+from cardtable.server.table.connections import Peer
+from cardtable.server.table.owner import Table
 from polling import until
 
 SETTINGS = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0, chosen_seeds=1)  # seeded deals

@@ -1,4 +1,4 @@
-"""Ratings recorded from finished matches (cardtable.server.results), on SQLite and PostgreSQL: the stored ratings
+"""Ratings recorded from finished matches (cardtable.server.players.results), on SQLite and PostgreSQL: the stored ratings
 equal openskill computed directly, for matches of 2 to 6 seats with ties; guests unrated; bots rated; history in
 order; the player and leaderboard routes show them; Play now picks the bot level nearest the player's rating; and a
 real match against a bot, to the end, rates its player."""
@@ -21,13 +21,14 @@ from starlette.testclient import TestClient
 
 from cardtable import records
 from cardtable.replay import fold
-from cardtable.server import accounts
-from cardtable.server import players_schema as ps
-from cardtable.server.app import create_app
-from cardtable.server.players import play_now_bot
-from cardtable.server.results import MatchResult, SeatResult, match_result, record_finished, record_results
-from cardtable.server.store import Store
-from cardtable.server.table import Settings
+from cardtable.server.core.settings import Settings
+from cardtable.server.edge.app import create_app
+from cardtable.server.players import accounts
+from cardtable.server.players.leaderboards import play_now_bot
+from cardtable.server.players.results import MatchResult, SeatResult, record_results
+from cardtable.server.storage import players_schema as ps
+from cardtable.server.storage.store import Store
+from cardtable.server.table.match_results import match_result, record_finished
 
 BOTS = ["greedy:easy", "greedy:medium", "greedy:hard"]
 ORIGIN = {"Origin": "http://testserver"}
@@ -36,7 +37,7 @@ TWO_ANEMONE = {"players": 2, "rounds": 1}
 pytestmark = pytest.mark.usefixtures("cheap_hashes")  # conftest.py: real Argon2id, small parameters
 
 RECORDING_FAILED: list[str] = []
-"""Errors logged by ``cardtable.server.results`` during the running test: recording a match must never fail."""
+"""Errors logged by ``cardtable.server.players.results`` during the running test: recording a match must never fail."""
 
 
 class _Failures(logging.Handler):
@@ -49,7 +50,7 @@ def recording_never_fails() -> Iterator[None]:
     """Fail a test whose match's results could not be recorded (``record_finished`` logs instead of raising);
     the waits below stop at once when that happens, instead of running out their time."""
     handler = _Failures(logging.ERROR)
-    logger = logging.getLogger("cardtable.server.results")
+    logger = logging.getLogger("cardtable.server.players.results")
     RECORDING_FAILED.clear()
     logger.addHandler(handler)
     try:
@@ -492,7 +493,7 @@ def test_a_deleted_account_and_an_account_on_two_seats_are_rated_as_guests(db_ur
     asyncio.run(unratable_check(db_url))
 
 
-# -- what a finished match stores: each seat's stats, per-account totals (server/results.py) --------------------
+# -- what a finished match stores: each seat's stats, per-account totals (server/players/results.py) --------------------
 
 
 def query(client: TestClient, statement: Any) -> list[Any]:

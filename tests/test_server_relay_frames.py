@@ -1,4 +1,4 @@
-"""How the processes of a cluster talk (``server/relay.py``), on a real Redis: what one process queues for another in
+"""How the processes of a cluster talk (``server/cluster/relay.py``), on a real Redis: what one process queues for another in
 one loop turn is published as few pub/sub messages (MessagePack arrays of at most ``MAX_FRAMES``), the texts an
 owner sends one relayed connection in a row travel as one ``out``, and the origin hands each text, unchanged and in
 order, to its connection's outbox, which drops a slow reader as a direct connection's does. A publish that fails
@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 from redis.asyncio import Redis
 
-from cardtable.server import relay as relay_module
-from cardtable.server.play import Peer
-from cardtable.server.relay import MAX_FRAMES, RECONNECT_CODE, Mailbox, Relayed, Relays, RemoteSocket
+from cardtable.server.cluster import relay as relay_module
+from cardtable.server.cluster.relay import MAX_FRAMES, Mailbox, Relayed, Relays, RemoteSocket
+from cardtable.server.core.errors import RECONNECT_CODE
+from cardtable.server.table.connections import Peer
 from polling import until
 from services import free_port
 

@@ -16,11 +16,13 @@ import pytest
 from sqlalchemy import event, select
 from starlette.testclient import TestClient
 
-from cardtable.server import players_schema as ps
-from cardtable.server.accounts import bind_seat_here, holding_accounts, seats_of_account
-from cardtable.server.app import create_app
-from cardtable.server.table import Settings, TableError
-from cardtable.server.tokens import hash_token
+from cardtable.server.core.errors import TableError
+from cardtable.server.core.settings import Settings
+from cardtable.server.core.tokens import hash_token
+from cardtable.server.edge.app import create_app
+from cardtable.server.players.accounts import holding_accounts, seats_of_account
+from cardtable.server.storage import players_schema as ps
+from cardtable.server.table.seat_accounts import bind_seat_here
 
 ORIGIN = {"Origin": "http://testserver"}
 SETTINGS = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)

@@ -1,4 +1,4 @@
-"""The table owner of cardtable.server.table: the clock's actions (Nerts' stall guard and in-flight end), warnings,
+"""The table owner of cardtable.server.table.owner: the clock's actions (Nerts' stall guard and in-flight end), warnings,
 stand-in bots and group commits, with a tiny fake game so the clock can be fast."""
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ import pytest
 
 from cardtable.engine import Action, Event, HandResult, IllegalAction, OptionSpec, View
 from cardtable.games import GameInfo
-from cardtable.server.play import Peer, Play
-from cardtable.server.store import SeatRow, Store, TableRow
-from cardtable.server.table import Settings, Table
+from cardtable.server.core.settings import Settings
+from cardtable.server.storage.store import SeatRow, Store, TableRow
+from cardtable.server.table.actions import Play
+from cardtable.server.table.connections import Peer
+from cardtable.server.table.owner import Table
 
 
 class FakeHand:

@@ -18,9 +18,9 @@ from starlette.testclient import TestClient
 
 from cardtable.games import get_game
 from cardtable.refusals import CODES, PARAMS
-from cardtable.server.app import create_app
-from cardtable.server.store import TableRow
-from cardtable.server.table import Settings
+from cardtable.server.core.settings import Settings
+from cardtable.server.edge.app import create_app
+from cardtable.server.storage.store import TableRow
 
 Message = dict[str, Any]
 

@@ -1,4 +1,4 @@
-"""Control frames and protocol errors on the play WebSocket (``server/ws_protocol.py``; ``docs/protocol.md``,
+"""Control frames and protocol errors on the play WebSocket (``server/edge/ws_protocol.py``; ``docs/protocol.md``,
 "Limits"), on the real uvicorn configuration of ``cardtable serve`` run in this process, with raw clients (a socket
 and websockets' sans-I/O frames):
 
@@ -30,9 +30,9 @@ from websockets.http11 import Response
 from websockets.sync.client import connect
 from websockets.uri import parse_uri
 
-from cardtable.server import messages
-from cardtable.server.app import create_app
-from cardtable.server.table import Settings
+from cardtable.server.core import messages
+from cardtable.server.core.settings import Settings
+from cardtable.server.edge.app import create_app
 from services import serve_in_thread
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -45,7 +45,7 @@ FLOOD_PINGS = 100_000
 
 PENDING_BOUND_BYTES = 512 * 1024
 """Most bytes the server may hold for the flooding client (its write buffer's high-water mark is 64 KiB,
-``server/ws_protocol.py``)."""
+``server/edge/ws_protocol.py``)."""
 
 
 class Traces(logging.Handler):

@@ -1,4 +1,4 @@
-"""The WebSocket protocol of ``cardtable serve`` (``server/ws_protocol.py``): uvicorn's, with a burst send offered in
+"""The WebSocket protocol of ``cardtable serve`` (``server/edge/ws_protocol.py``): uvicorn's, with a burst send offered in
 the ASGI scope. Run on the real uvicorn configuration in this process, with real clients (the ``websockets``
 library, with and without compression): a burst reaches the client as the same messages in the same order, in one
 write to the socket; a table's messages arrive as before; a burst after the close or the client's going is refused."""
@@ -18,9 +18,9 @@ import pytest
 from websockets.exceptions import ConnectionClosedOK
 from websockets.sync.client import connect
 
-from cardtable.server.app import create_app
-from cardtable.server.table import Settings
-from cardtable.server.ws_protocol import EXTENSION, burst_sender
+from cardtable.server.core.settings import Settings
+from cardtable.server.core.socket_extension import EXTENSION, burst_sender
+from cardtable.server.edge.app import create_app
 from services import serve_in_thread
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -193,7 +193,7 @@ def test_a_table_plays_over_bursts(tmp_path: Path) -> None:
 
 
 def test_other_sockets_have_no_burst_send() -> None:
-    class Relayed:  # shaped like server/cluster.py's RemoteSocket: no scope
+    class Relayed:  # shaped like server/cluster/ownership.py's RemoteSocket: no scope
         pass
 
     class Plain:  # another server's scope

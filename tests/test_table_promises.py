@@ -1,4 +1,4 @@
-"""Promises of ``server/store.py``, ``server/table.py`` and ``replay.py`` that mutation testing (``mutmut``, see
+"""Promises of ``server/storage/store.py``, ``server/table/owner.py`` and ``replay.py`` that mutation testing (``mutmut``, see
 ``docs/testing.md``) found unguarded: each test here fails on at least one mutant that survived the other tests.
 
 Store: every seat field is written back and only to its own seat; a table's end is stored only with its status;
@@ -25,11 +25,15 @@ from cardtable import records
 from cardtable.games import get_game
 from cardtable.records import RecordError
 from cardtable.replay import IllegalRecordAction, fold, new_match
-from cardtable.server import store as store_module
-from cardtable.server.play import Peer, Play
-from cardtable.server.players_schema import match_seats
-from cardtable.server.store import Fenced, SeatRow, Store, TableRow
-from cardtable.server.table import Settings, Table, TableError, hand_seed, now_iso, refusal_message
+from cardtable.server.core.clock import now_iso
+from cardtable.server.core.errors import TableError, refusal_message
+from cardtable.server.core.settings import Settings
+from cardtable.server.storage import store as store_module
+from cardtable.server.storage.players_schema import match_seats
+from cardtable.server.storage.store import Fenced, SeatRow, Store, TableRow
+from cardtable.server.table.actions import Play
+from cardtable.server.table.connections import Peer
+from cardtable.server.table.owner import Table, hand_seed
 from polling import until
 
 RECORDS = Path(__file__).parent / "records"
@@ -468,7 +472,7 @@ def test_replay_summaries_and_errors() -> None:
 
 
 async def test_a_match_as_a_seat_and_a_spectator_see_it(store: Store) -> None:
-    from cardtable.server.manager import Manager
+    from cardtable.server.lobby.manager import Manager
 
     manager = await Manager.open(store, Settings(hand_pause_s=0.01, bot_pace=0.01, anemone_bot_delay_ms=0))
     try:
@@ -503,7 +507,7 @@ async def test_a_match_as_a_seat_and_a_spectator_see_it(store: Store) -> None:
 
         await until(told_finished)  # table messages are coalesced: the last may come table_message_interval_s later
         recorded: list[int] = []
-        for _ in range(500):  # the match's results are recorded (server/results.py), right after the last message
+        for _ in range(500):  # the match's results are recorded (server/players/results.py), right after the last message
             async with store.engine.connect() as conn:
                 rows = (await conn.execute(select(match_seats.c.seat).where(match_seats.c.table_id == table.id))).all()
             recorded = sorted(row.seat for row in rows)
@@ -835,7 +839,6 @@ async def test_table_messages_are_coalesced_and_the_last_change_is_sent(store: S
 def test_times_are_utc_whatever_the_local_zone(monkeypatch: pytest.MonkeyPatch) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from cardtable.server.table import now_iso
 
     monkeypatch.setenv("TZ", "Asia/Seoul")  # UTC+9, no summer time
     time.tzset()
@@ -1299,7 +1302,7 @@ async def test_the_checkpointer_truncates_every_so_many_checkpoints_and_only_the
 
 async def test_the_owner_applies_at_most_max_batch_plays_before_one_write(store: Store,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    from cardtable.server import table as table_module
+    from cardtable.server.table import owner as table_module
 
     table, _ = await started_nerts(store, "t1")
     written: list[int] = []
@@ -1341,7 +1344,7 @@ async def test_actions_keep_their_owners_epoch_on_every_write_path(url: str, pat
     the store: the default (on PostgreSQL through asyncpg a batch of actions alone is one fenced statement, else a
     transaction of statements compiled once), the transaction even for actions alone (``transaction``), and
     SQLAlchemy's own execution when a driver's parameters are not positional (``portable``)."""
-    from cardtable.server import schema
+    from cardtable.server.storage import schema
 
     store, new = await Store.open(url), await Store.open(url)
     try:
@@ -1527,7 +1530,7 @@ async def test_stores_opened_at_once_on_a_new_database_migrate_one_at_a_time(url
 
 
 async def test_a_new_table_races_nerts_plays_by_send_time_only_in_nerts(store: Store) -> None:
-    from cardtable.server.fairness import FairGate
+    from cardtable.server.table.fairness import FairGate
 
     nerts = await live_table(store, "t1")
     anemone = await live_table(store, "t2", game="anemone")

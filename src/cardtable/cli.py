@@ -39,9 +39,9 @@ def serve(
 ) -> None:
     """Host tables for people and bots: the lobby and both games at http://HOST:PORT/. Every setting is also an
     option (below, "Settings") and an environment variable (docs/deploy.md); an option wins over its variable."""
-    from cardtable.server.app import serve as run_server
-    from cardtable.server.guard import trusted_networks
-    from cardtable.server.settings import settings_from_env
+    from cardtable.server.core.addresses import trusted_networks
+    from cardtable.server.core.settings import settings_from_env
+    from cardtable.server.edge.app import serve as run_server
 
     values = settings_from_env(**given(settings))
     try:

@@ -1,4 +1,4 @@
-"""``cardtable serve``'s options for the server's settings: one per :class:`~cardtable.server.settings.Settings`
+"""``cardtable serve``'s options for the server's settings: one per :class:`~cardtable.server.core.settings.Settings`
 field, named after its environment variable (``--max-body-bytes`` beside ``CARDTABLE_MAX_BODY_BYTES``), typed and
 explained from the field (``docs/deploy.md``). An option left out leaves the variable (or the default) in force.
 """
@@ -12,7 +12,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from cardtable.server.settings import HELP, Settings, env_name, option_name
+from cardtable.server.core.settings import HELP, Settings, env_name, option_name
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -20,7 +20,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 def with_setting_options(command: F) -> F:
     """Give ``command`` (a Typer command ending in ``**settings``) one keyword option per setting, default ``None``
     (not given); the command receives them in ``settings`` by field name. ``KeyError`` for a field without
-    :data:`~cardtable.server.settings.HELP`."""
+    :data:`~cardtable.server.core.settings.HELP`."""
     signature = inspect.signature(command, eval_str=True)
     parameters = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
     for field in dataclasses.fields(Settings):

@@ -1,0 +1,1 @@
+"""Several processes: leases, ownership of tables, and the relay between processes."""

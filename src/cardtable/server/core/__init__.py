@@ -1,0 +1,1 @@
+"""What every part of the server shares: settings, message parsing and limits, tokens, counters."""

@@ -1,0 +1,1 @@
+"""People: accounts and sessions, names, match results and ratings, leaderboards."""

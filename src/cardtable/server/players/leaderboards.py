@@ -1,0 +1,205 @@
+"""Leaderboards and player pages (``docs/protocol.md``, "Accounts and players"), and the bot level for Play now.
+
+``GET /api/leaderboard?game=&limit=``, ``GET /api/players/{name}`` (profile, ratings, rating history, stats) and
+``GET /api/players/{name}/matches?game=&before=&limit=`` (newest first, paged by the ``next`` cursor). People are
+found by their name in any case or width; bot levels (players too) by their spec, e.g. ``greedy:hard``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from sqlalchemy import and_, or_, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from cardtable import ratings
+from cardtable.games import game_names
+from cardtable.server.core.errors import error_responses
+from cardtable.server.players.accounts import AccountError, current_account
+from cardtable.server.players.names import has_control, name_key
+from cardtable.server.storage import players_schema as ps
+from cardtable.server.storage.store import Store
+
+router = APIRouter(prefix="/api", tags=["players"])
+
+HISTORY_POINTS = 200
+"""Most recent rating changes a player page carries per game (the chart's points)."""
+
+
+def _store(request: Request) -> Store:
+    store: Store = request.app.state.store
+    return store
+
+
+def _check_game(game: str) -> None:
+    if game not in game_names():
+        raise AccountError(422, "game.unknown", f"unknown game {game!r}", game=game)
+
+
+def _check_name(name: str) -> None:
+    """:class:`AccountError` 404 ``player.unknown`` for a name with a control character (no player's name holds
+    one), before it reaches the database (PostgreSQL answers a NUL in text with an error)."""
+    if has_control(name):
+        raise AccountError(404, "player.unknown", "no such player", name=name.encode("unicode_escape").decode())
+
+
+async def _find(conn: AsyncConnection, name: str) -> Any:
+    a = ps.accounts
+    cols = (a.c.id, a.c.kind, a.c.name, a.c.created)
+    row = (await conn.execute(select(*cols).where(a.c.name_key == name_key(name.strip()), a.c.deleted == 0))).first()
+    if row is None:
+        row = (await conn.execute(select(*cols).where(a.c.kind == "bot", a.c.name == name))).first()
+    if row is None:
+        raise AccountError(404, "player.unknown", f"no player {name!r}", name=name)
+    return row
+
+
+@router.get("/leaderboard", responses=error_responses(422))
+async def leaderboard(
+    request: Request, game: Annotated[str, Query(max_length=40)] = "nerts",
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+) -> list[dict[str, Any]]:
+    """The best ``limit`` players of ``game`` by ordinal (``mu - 3 sigma``), people and bot levels alike:
+    ``[{"rank", "name", "kind", "ordinal", "mu", "sigma", "matches", "wins"}]``. 422 ``game.unknown``."""
+    _check_game(game)
+    r, a = ps.ratings, ps.accounts
+    # the best rows straight from the (game, ordinal, account_id) index, then their names (a deleted account has
+    # no ratings left)
+    top = (select(r.c.account_id, r.c.ordinal, r.c.mu, r.c.sigma, r.c.matches, r.c.wins).where(r.c.game == game)
+           .order_by(r.c.ordinal.desc(), r.c.account_id.desc()).limit(limit).subquery())
+    query = (select(a.c.name, a.c.kind, top.c.ordinal, top.c.mu, top.c.sigma, top.c.matches, top.c.wins)
+             .select_from(top.join(a, a.c.id == top.c.account_id))
+             .order_by(top.c.ordinal.desc(), top.c.account_id.desc()))
+    async with _store(request).engine.connect() as conn:
+        rows = (await conn.execute(query)).all()
+    return [{"rank": i + 1, "name": row.name, "kind": row.kind, "ordinal": round(row.ordinal, 3),
+             "mu": round(row.mu, 3), "sigma": round(row.sigma, 3), "matches": row.matches, "wins": row.wins}
+            for i, row in enumerate(rows)]
+
+
+@router.get("/players/{name}", responses=error_responses(404, 422))
+async def player(name: str, request: Request) -> dict[str, Any]:
+    """A player's page: ``{"name", "kind", "created", "games": {game: {"rating": {"ordinal", "mu", "sigma",
+    "matches"} | null, "history": [{"at", "table", "ordinal"}] (oldest first, the last 200), "matches", "wins",
+    "win_rate", "points_per_hand", and for Nerts "nerts_calls", "cards_left_per_hand", for Enemy Anemone
+    "anemones"}}}``. Only games played appear. 404 ``player.unknown``."""
+    _check_name(name)
+    r, h, p = ps.ratings, ps.rating_history, ps.player_stats
+    async with _store(request).engine.connect() as conn:
+        found = await _find(conn, name)
+        rated = {row.game: row for row in await conn.execute(select(r).where(r.c.account_id == found.id))}
+        stats = {row.game: row for row in await conn.execute(select(p).where(p.c.account_id == found.id))}
+        games: dict[str, Any] = {}
+        for game in game_names():
+            if game not in rated and game not in stats:
+                continue
+            query = (select(h.c.at, h.c.table_id, h.c.ordinal).where(h.c.account_id == found.id, h.c.game == game)
+                     .order_by(h.c.id.desc()).limit(HISTORY_POINTS))
+            history = [{"at": row.at, "table": row.table_id, "ordinal": round(row.ordinal, 3)}
+                       for row in await conn.execute(query)][::-1]
+            rating = rated.get(game)
+            entry: dict[str, Any] = {
+                "rating": None if rating is None else {
+                    "ordinal": round(rating.ordinal, 3), "mu": round(rating.mu, 3), "sigma": round(rating.sigma, 3),
+                    "matches": rating.matches},
+                "history": history,
+            }
+            s = stats.get(game)
+            matches, hands = (s.matches, s.hands) if s is not None else (0, 0)
+            entry.update(matches=matches, wins=s.wins if s else 0,
+                         win_rate=round(s.wins / matches, 4) if s and matches else None,
+                         points_per_hand=round(s.points / hands, 3) if s and hands else None)
+            if game == "nerts":
+                entry.update(nerts_calls=s.nerts_calls if s else 0,
+                             cards_left_per_hand=round(s.cards_left / hands, 3) if s and hands else None)
+            if game == "anemone":
+                entry["anemones"] = s.anemones if s else 0
+            games[game] = entry
+    return {"name": found.name, "kind": found.kind, "created": found.created, "games": games}
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def _cursor(finished: str, table_id: str) -> str:
+    return f"{finished}~{table_id}"
+
+
+@router.get("/players/{name}/matches", responses=error_responses(404, 422))
+async def player_matches(
+    name: str, request: Request, game: Annotated[str | None, Query(max_length=40)] = None,
+    before: Annotated[str | None, Query(max_length=80)] = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+) -> dict[str, Any]:
+    """A player's matches, newest first: ``{"matches": [{"table", "game", "finished", "seat", "players", "rank",
+    "won", "points", "hands", "stats", "ordinal_before", "ordinal_after", "seats": [{"seat", "name", "kind",
+    "rank", "points"}], "replay"}], "next": cursor | null}``; a seat's ``name`` is its player's (a bot level's
+    spec, an account's name), a guest's seat name, or null for a deleted player (``kind`` ``guest``, ``deleted``); pass ``next`` as ``before`` for the older page.
+    422 ``game.unknown`` or ``player.bad_cursor``; 404 ``player.unknown``."""
+    if game is not None:
+        _check_game(game)
+    _check_name(name)
+    if before is not None:
+        finished, sep, table_id = before.partition("~")
+        if not sep or has_control(before):
+            raise AccountError(422, "player.bad_cursor", "before: pass the 'next' of the previous page")
+    m, a = ps.match_seats, ps.accounts
+    async with _store(request).engine.connect() as conn:
+        found = await _find(conn, name)
+        query = select(m).where(m.c.account_id == found.id)
+        if game is not None:
+            query = query.where(m.c.game == game)
+        if before is not None:
+            query = query.where(or_(m.c.finished < finished, and_(m.c.finished == finished, m.c.table_id < table_id)))
+        query = query.order_by(m.c.finished.desc(), m.c.table_id.desc()).limit(limit + 1)
+        rows = (await conn.execute(query)).all()
+        more = len(rows) > limit
+        rows = rows[:limit]
+        others: dict[str, list[dict[str, Any]]] = {row.table_id: [] for row in rows}
+        if others:
+            seats_q = (select(m.c.table_id, m.c.seat, m.c.name, m.c.rank, m.c.points, a.c.kind, a.c.deleted,
+                              a.c.name.label("account_name"))
+                       .select_from(m.outerjoin(a, a.c.id == m.c.account_id))
+                       .where(m.c.table_id.in_(list(others))).order_by(m.c.table_id, m.c.seat))
+            for s in await conn.execute(seats_q):
+                kind = "guest" if s.kind is None else ("deleted" if s.deleted else s.kind)
+                shown = s.account_name if kind in ("person", "bot") else (None if kind == "deleted" else s.name)
+                others[s.table_id].append({"seat": s.seat, "name": shown, "kind": kind, "rank": s.rank,
+                                           "points": s.points})
+    out = [{
+        "table": row.table_id, "game": row.game, "finished": row.finished, "seat": row.seat, "players": row.players,
+        "rank": row.rank, "won": bool(row.won), "points": row.points, "hands": row.hands, "stats": row.stats,
+        "ordinal_before": _round(row.ordinal_before), "ordinal_after": _round(row.ordinal_after), "seats": others[row.table_id],
+        "replay": f"/?replay={row.table_id}",
+    } for row in rows]
+    return {"matches": out, "next": _cursor(rows[-1].finished, rows[-1].table_id) if more and rows else None}
+
+
+PLAY_NOW_LADDER: dict[str, list[str]] = {
+    "nerts": ["greedy:easy", "greedy:medium", "greedy:hard"],
+    "anemone": ["random", "heuristic", "ismcts:easy", "ismcts:medium", "ismcts:hard"],
+}
+"""The bot levels Play now chooses among, by game."""
+
+
+async def play_now_bot(request: Request, game: str, default: str, levels: list[str] | None = None) -> str:
+    """The bot level Play now seats against the requesting player: for a signed-in player rated in ``game``, the
+    one of ``levels`` (default :data:`PLAY_NOW_LADDER`) whose rating is nearest theirs
+    (:func:`cardtable.ratings.bot_level_for`; levels not rated yet are left out); ``default`` for a guest, an
+    unrated player or an unrated ladder."""
+    if levels is None:
+        levels = PLAY_NOW_LADDER.get(game, [])
+    account = await current_account(request)
+    if account is None:
+        return default
+    r, a = ps.ratings, ps.accounts
+    async with _store(request).engine.connect() as conn:
+        mine = (await conn.execute(select(r.c.ordinal).where(r.c.account_id == account.id, r.c.game == game))).first()
+        if mine is None:
+            return default
+        ladder_q = (select(a.c.name, r.c.ordinal).select_from(r.join(a, a.c.id == r.c.account_id))
+                    .where(r.c.game == game, a.c.kind == "bot", a.c.name.in_(levels)))
+        ladder = {row.name: float(row.ordinal) for row in await conn.execute(ladder_q)}
+    return ratings.bot_level_for(float(mine.ordinal), ladder, default)

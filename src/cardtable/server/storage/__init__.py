@@ -1,0 +1,1 @@
+"""What is durable: the store API, its rows, the schema, the server's keys and the migrations."""

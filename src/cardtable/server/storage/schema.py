@@ -1,0 +1,70 @@
+"""The database schema: tables, seats (token hashes), hands (deals with the cards) and actions.
+
+``tables.epoch`` is the epoch of the table's current owner when several processes serve (``server/cluster/lease.py``):
+an owner's writes are refused once a newer owner has raised it; ``actions.epoch`` records which owner stored each
+action (``NULL`` for a single process). ``tables.play_now`` is 1 for a table made by Play now (its bot seats a
+person may take until the start): Play now looks for its next table through ``ix_tables_play_now``.
+``tables.seed_chosen`` is 1 when the creator chose the seed (its deals follow from it alone; never rated).
+
+Kept in step with ``migrations/versions`` (Alembic), which is what creates it.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import JSON, BigInteger, Column, Float, ForeignKey, Index, Integer, MetaData, String, Table
+
+metadata = MetaData()
+
+tables = Table(
+    "tables",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("game", String(32), nullable=False),
+    Column("options", JSON, nullable=False),
+    Column("status", String(16), nullable=False, index=True),
+    Column("seed", BigInteger, nullable=False),
+    Column("grace_seconds", Float, nullable=False),
+    Column("created", String(32), nullable=False),
+    Column("finished", String(32), nullable=True),
+    Column("hands", Integer, nullable=True),
+    Column("totals", JSON, nullable=True),
+    Column("winners", JSON, nullable=True),
+    Column("epoch", BigInteger, nullable=False, default=0, server_default="0"),
+    Column("play_now", Integer, nullable=False, default=0, server_default="0"),
+    Column("seed_chosen", Integer, nullable=False, default=0, server_default="0"),
+    Index("ix_tables_status_created", "status", "created", "id"),
+    Index("ix_tables_status_finished", "status", "finished", "id"),
+    Index("ix_tables_play_now", "status", "game", "play_now", "created", "id"),
+)
+
+seats = Table(
+    "seats",
+    metadata,
+    Column("table_id", String(32), ForeignKey("tables.id"), primary_key=True),
+    Column("seat", Integer, primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("name", String(64), nullable=True),
+    Column("bot", String(32), nullable=True),
+    Column("token_hash", String(64), nullable=True),
+    Column("left", Integer, nullable=False, default=0),
+)
+
+hands = Table(
+    "hands",
+    metadata,
+    Column("table_id", String(32), ForeignKey("tables.id"), primary_key=True),
+    Column("hand", Integer, primary_key=True),
+    Column("deal", JSON, nullable=False),
+)
+
+actions = Table(
+    "actions",
+    metadata,
+    Column("table_id", String(32), ForeignKey("tables.id"), primary_key=True),
+    Column("hand", Integer, primary_key=True),
+    Column("idx", Integer, primary_key=True),
+    Column("seat", Integer, nullable=True),
+    Column("ms", BigInteger, nullable=False),
+    Column("action", JSON, nullable=False),
+    Column("epoch", BigInteger, nullable=True),
+)
