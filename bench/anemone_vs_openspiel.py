@@ -161,7 +161,7 @@ def baseline_rewards(state: AnemoneState, anemone_weight: float) -> list[float]:
     n = state.players
     out = []
     if anemone_weight:
-        held = [sum(faces) for faces in state.anem]
+        held = [sum(faces) for faces in state.anemones]
         all_held = sum(held)
     for s in range(n):
         margin = points[s] - (total - points[s]) / (n - 1)

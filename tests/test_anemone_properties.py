@@ -19,15 +19,15 @@ def check_invariants(state: AnemoneState) -> None:
     cards = Counter(
         [c for hand in state.hands for c in hand]
         + [p[1] for p in state.trick]
-        + [c for pile in state.piles for c in pile]
+        + [c for pile in state.score_piles for c in pile]
         + state.deck
     )
     assert cards == Counter(game_cards(state.players)), "every card in exactly one place"
-    assert state.supply + sum(len(f) for f in state.anem) == 9
-    assert state.supply >= 0 and all(f in (1, 2) for faces in state.anem for f in faces)
+    assert state.supply + sum(len(f) for f in state.anemones) == 9
+    assert state.supply >= 0 and all(f in (1, 2) for faces in state.anemones for f in faces)
     for seat in range(state.players):
-        bonus = sum(1 for c in state.piles[seat] if POINTS_OF[c] == 2)
-        assert state.scores()[seat] == len(state.piles[seat]) + bonus
+        bonus = sum(1 for c in state.score_piles[seat] if POINTS_OF[c] == 2)
+        assert state.scores()[seat] == len(state.score_piles[seat]) + bonus
     for seat in [None, *range(state.players)]:
         view = state.view(seat)
         text = json.dumps({k: v for k, v in view.items() if k != "hand"})
@@ -58,7 +58,7 @@ def illegal_candidates(state: AnemoneState, rng: random.Random) -> list[tuple[in
             {"type": "play", "card": CODE[rng.choice(state.hands[rng.choice(others)] or [0])]},
         ),
         (seat, {"type": "play", "card": CODE[rng.choice(not_held)]}),
-        (seat, {"type": "play", "card": CODE[hand[0]], "anemones": [1] * (len(state.anem[seat]) + 1)}),
+        (seat, {"type": "play", "card": CODE[hand[0]], "anemones": [1] * (len(state.anemones[seat]) + 1)}),
         (seat, {"type": "fold"}),
         (None, {"type": "play", "card": CODE[hand[0]]}),
     ]
@@ -70,8 +70,8 @@ def illegal_candidates(state: AnemoneState, rng: random.Random) -> list[tuple[in
             out.append((seat, {"type": "play", "card": CODE[blocked[0]]}))
     else:
         out.append((seat, {"type": "play", "card": CODE[hand[0]]}))
-    if state.anem[seat] and not playable:
-        out.append((seat, {"type": "discard", "card": CODE[hand[0]], "anemones": [state.anem[seat][0]]}))
+    if state.anemones[seat] and not playable:
+        out.append((seat, {"type": "discard", "card": CODE[hand[0]], "anemones": [state.anemones[seat][0]]}))
     return out
 
 

@@ -196,10 +196,10 @@ def test_forced_discard_goes_to_own_score_pile_not_the_trick() -> None:
     events = s.apply(2, discard("9A"))
     assert types(events)[:2] == ["discarded", "trick_won"]
     # 9A is in seat 2's pile; the trick (5A, 3C) went to seat 0; 3C was lowest
-    assert s.piles[2] == [card_number("9A")]
-    assert sorted(s.piles[0]) == sorted([card_number("5A"), card_number("3C")])
+    assert s.score_piles[2] == [card_number("9A")]
+    assert sorted(s.score_piles[0]) == sorted([card_number("5A"), card_number("3C")])
     assert s.points == [4, 0, 1]  # 5A and 3C are worth 2 each
-    assert s.anem[1] == [1]
+    assert s.anemones[1] == [1]
 
 
 def test_cannot_discard_while_holding_an_unplayed_suit() -> None:
@@ -233,7 +233,7 @@ def test_lowest_tie_goes_to_the_later_card() -> None:
     s.apply(1, play("9B"))
     events = s.apply(2, play("2C"))
     assert next(e for e in events if e["type"] == "trick_won")["lowest"] == 2
-    assert s.anem == [[], [], [1]]
+    assert s.anemones == [[], [], [1]]
 
 
 def test_one_card_trick_wins_and_takes_the_anemone() -> None:
@@ -243,7 +243,7 @@ def test_one_card_trick_wins_and_takes_the_anemone() -> None:
     events = s.apply(2, discard("9A"))
     won = next(e for e in events if e["type"] == "trick_won")
     assert won == {"type": "trick_won", "winner": 0, "lowest": 0, "cards": ["5A"]}
-    assert s.anem[0] == [1] and s.points == [2, 1, 1]
+    assert s.anemones[0] == [1] and s.points == [2, 1, 1]
 
 
 def test_anemones_add_their_face_and_go_back_to_the_supply_at_once() -> None:
@@ -257,8 +257,8 @@ def test_anemones_add_their_face_and_go_back_to_the_supply_at_once() -> None:
     won = next(e for e in events if e["type"] == "trick_won")
     assert won["winner"] == 2 and won["lowest"] == 1
     # seat 1 holds +1s: it flips one
-    assert sorted(s.anem[1]) == [1, 1, 2] and s.supply == 3
-    assert sum(len(f) for f in s.anem) + s.supply == 9
+    assert sorted(s.anemones[1]) == [1, 1, 2] and s.supply == 3
+    assert sum(len(f) for f in s.anemones) + s.supply == 9
 
 
 def test_anemones_must_be_held() -> None:
@@ -361,7 +361,7 @@ def test_two_seat_second_turn_must_also_be_a_new_suit() -> None:
     s.apply(0, play("5B"))
     assert s.view(1)["must_discard"] is True
     s.apply(1, discard("8C"))
-    assert s.piles[1] == [card_number("8C")] and s.points[1] == 2
+    assert s.score_piles[1] == [card_number("8C")] and s.points[1] == 2
 
 
 # ------------------------------------------------------------------------------------------- Taking an anemone
@@ -411,7 +411,7 @@ def finished_hand(
     hand.playout(random.Random(0), anemone_chance=0)
     hand.points = list(points)
     if anemones is not None:
-        hand.anem = [list(f) for f in anemones]
+        hand.anemones = [list(f) for f in anemones]
         hand.supply = 9 - sum(len(f) for f in anemones)
     return hand
 
@@ -421,8 +421,8 @@ def test_scores_count_cards_and_bonus_ranks() -> None:
     rng = random.Random(2)
     s.playout(rng)
     for seat in range(3):
-        assert s.scores()[seat] == len(s.piles[seat]) + sum(
-            1 for c in s.piles[seat] if c % 10 + 1 in (3, 5, 8)
+        assert s.scores()[seat] == len(s.score_piles[seat]) + sum(
+            1 for c in s.score_piles[seat] if c % 10 + 1 in (3, 5, 8)
         )
 
 

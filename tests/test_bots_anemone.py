@@ -222,7 +222,7 @@ def test_determinizations_respect_counts_and_voids(players: int, seed: int, step
     if not hide_own:
         assert sorted(hands[seat]) == sorted(state.hands[seat])
     seen = Counter(c for h in hands for c in h) + Counter(deck)
-    seen += Counter(c for pile in state.piles for c in pile) + Counter(p[1] for p in state.trick)
+    seen += Counter(c for pile in state.score_piles for c in pile) + Counter(p[1] for p in state.trick)
     assert seen == Counter(game_cards(players))
     # the true deal is consistent with every void the view reveals, so a sample must respect them too
     for other, hand in enumerate(hands):
@@ -364,7 +364,7 @@ def test_fast_playout_follows_the_engine(
     assert engine.is_over and fast.over
     assert [key >> 6 for key in played] == play_seats
     assert engine.points == fast.points
-    assert [sorted(f) for f in engine.anem] == [sorted(f) for f in fast.anem]
+    assert [sorted(f) for f in engine.anemones] == [sorted(f) for f in fast.anemones]
     assert engine.supply == fast.supply
 
 
@@ -395,7 +395,8 @@ def test_sensible_moves_drop_only_spends_that_cannot_matter(players: int, seed: 
     assert len(totals) == len(set(totals))
     high = max((play[3] for play in state.trick), default=-1)
     later = [
-        sum(state.anem[(state.leader + j) % players]) for j in range(state.k + 1, state.n_turns)
+        sum(state.anemones[(state.leader + j) % players])
+        for j in range(state.turns_taken + 1, state.turns_per_trick)
     ]
     need = max(high, 11 + max(later)) if later else high
     for _, card, faces in moves:

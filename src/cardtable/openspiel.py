@@ -109,7 +109,7 @@ def _legal_indices(hand: AnemoneState) -> tuple[int, ...]:
     """
     turn = hand.turn
     held = hand.hands[turn]
-    mask = hand.mask
+    mask = hand.trick_suit_mask
     if mask:
         suit_bit = _SUIT_BIT
         playable = [card for card in held if not mask & suit_bit[card]]
@@ -117,7 +117,7 @@ def _legal_indices(hand: AnemoneState) -> tuple[int, ...]:
             return tuple([enc.PLAYS + card for card in held])
     else:
         playable = held
-    faces = hand.anem[turn]
+    faces = hand.anemones[turn]
     if faces:
         ones = faces.count(1)
         spends = _SPENDS_HELD[ones, len(faces) - ones]
@@ -183,7 +183,7 @@ class _Resampling:
         self.round_start = _round_start(core.public)
         # each seat's cards played or discarded this hand (public)
         self.played: list[list[int]] = [[] for _ in range(players)]
-        for trick in [(hand.trick, hand.tdisc), *((t[1], t[2]) for t in hand.history)]:
+        for trick in [(hand.trick, hand.trick_discards), *((t[1], t[2]) for t in hand.history)]:
             for entries in trick:
                 for entry in entries:
                     self.played[entry[0]].append(entry[1])
@@ -234,16 +234,7 @@ class _Core:
 
     def __deepcopy__(self, memo: dict[int, Any]) -> _Core:
         other = _Core.__new__(_Core)
-        old = self.match
-        match = AnemoneMatch.__new__(AnemoneMatch)
-        match.__dict__.update(old.__dict__)  # as copy.copy, then the mutable parts copied
-        match.totals = old.totals[:]
-        match.results = old.results[:]
-        hand = old._hand
-        match._hand = hand.copy() if hand is not None else None
-        match._anem = [faces[:] for faces in old._anem]
-        match._first_leaders = old._first_leaders[:]
-        other.match = match
+        other.match = self.match.copy()
         other.dealt = self.dealt[:]
         other.leader = self.leader
         other.ms = self.ms
@@ -290,9 +281,6 @@ class EnemyAnemoneState(pyspiel.State):
         """The hand in play (``None`` while dealing or once the match is over)."""
         return self.core.match.hand if self.core.player >= 0 else None
 
-    def _dealing(self) -> bool:
-        return self.core.player == _CHANCE
-
     def _deal_size(self) -> int:
         players = self._options.players
         return players * hand_size(players) + (16 if players == 2 else 0)
@@ -312,7 +300,7 @@ class EnemyAnemoneState(pyspiel.State):
         core = self.core
         actions = core.actions
         if actions is None:
-            actions = core.actions = _legal_indices(core.match._hand) if core.player >= 0 else ()  # type: ignore[arg-type]
+            actions = core.actions = _legal_indices(core.match.hand) if core.player >= 0 else ()  # type: ignore[arg-type]
         return actions
 
     def _legal_actions(self, player: int) -> list[int]:
@@ -329,7 +317,7 @@ class EnemyAnemoneState(pyspiel.State):
         if core.player >= 0 and (player is None or player == core.player):
             actions = core.actions
             if actions is None:
-                actions = core.actions = _legal_indices(core.match._hand)  # type: ignore[arg-type]
+                actions = core.actions = _legal_indices(core.match.hand)  # type: ignore[arg-type]
             return list(actions)
         if player is None:
             return list(pyspiel.State.legal_actions(self))
@@ -354,7 +342,7 @@ class EnemyAnemoneState(pyspiel.State):
         if core.player == _CHANCE:
             self._deal(int(action))  # a hand's rewards stay until the next seat acts
             return
-        hand = core.match._hand
+        hand = core.match.hand
         assert hand is not None
         seat = hand.turn
         action = int(action)
@@ -381,7 +369,7 @@ class EnemyAnemoneState(pyspiel.State):
         else:
             hand.step(is_play, card, faces, None)
             public.append((seat, action))
-        hand._last_ms = core.ms
+        hand.last_ms = core.ms
         core.ms += 1000
         if hand.over:
             result = core.match.finish_hand()
@@ -534,7 +522,7 @@ def _information_state(state: EnemyAnemoneState, player: int) -> str:
         added = " ".join(tokens)
         body = f"{body} {added}" if body else added
         core.info[player] = (len(public), end, body)
-    hand = core.match._hand
+    hand = core.match.hand
     own = ",".join([CODE[c] for c in sorted(hand.hands[player])]) if hand is not None else ""
     return f"p{player} {body} | hand:{own}"
 
@@ -546,7 +534,7 @@ def information_state_from_scratch(state: EnemyAnemoneState, player: int) -> str
     hand = core.match.hand
     own = ",".join(CODE[c] for c in sorted(hand.hands[player])) if hand is not None else ""
     tokens = [
-        token if isinstance(token, str) else f"{token[0]}:{state._action_to_string(token[0], token[1])}"
+        token if isinstance(token, str) else f"{token[0]}:{state.action_to_string(token[0], token[1])}"
         for token in core.public
     ]
     for index, token in reversed(core.private[player]):
@@ -596,7 +584,7 @@ class AnemoneObserver:
         if not self.perfect_recall:
             return
         round_start = _round_start(state.core.public)
-        dealing = state._dealing()
+        dealing = state.is_chance_node()
         for index, token in state.core.private[player]:
             if token.startswith("dealt:") and (index > round_start or (not dealing and index == round_start)):
                 self.dict["dealt"][card_number(token[6:])] = 1

@@ -289,7 +289,7 @@ def playout(
 
     The same random policy as :meth:`AnemoneState.playout` (a uniformly random playable card, anemones with
     probability ``anemone_chance``; a random discard when nothing is playable), on the state's own lists without
-    events or trick history: only ``hands``, ``anem``, ``supply``, ``points``, ``deck`` and ``over`` are
+    events or trick history: only ``hands``, ``anemones``, ``supply``, ``points``, ``deck`` and ``over`` are
     brought up to date. The rules are the engine's ("A trick", "Taking an anemone", the 2-seat draws; a test
     replays ``trace``, the moves made, through :meth:`AnemoneState.apply`).
 
@@ -305,16 +305,16 @@ def playout(
     if state.over:
         return
     hands = state.hands
-    anem = state.anem
+    anemones = state.anemones
     points = state.points
     deck = state.deck
     supply = state.supply
     players = state.players
-    n_turns = state.n_turns
+    turns_per_trick = state.turns_per_trick
     leader = state.leader
     turn = state.turn
-    k = state.k
-    mask = state.mask
+    turns_taken = state.turns_taken
+    mask = state.trick_suit_mask
     # the trick so far: (seat, card, value)
     trick = [(p[0], p[1], p[3]) for p in state.trick]
     rand = rng.random
@@ -329,7 +329,7 @@ def playout(
         drop = -1  # a discard chosen by the smart policy
         if smart and rand() < smart:
             faces = ()
-            if not k:
+            if not turns_taken:
                 # leading (every card playable): at random
                 card = hand[int(rand() * len(hand))]
             elif not (playable := [c for c in hand if not mask & suit_bit[c]]):
@@ -341,8 +341,8 @@ def playout(
                     card = min(winners, key=_WIN_KEY.__getitem__)
                 else:
                     card = min(playable, key=_DUMP_KEY.__getitem__)
-                    held = anem[turn]
-                    if held and k == n_turns - 1:
+                    held = anemones[turn]
+                    if held and turns_taken == turns_per_trick - 1:
                         top = max(playable, key=rank_of.__getitem__)
                         short = high - rank_of[top]
                         if short <= sum(held):
@@ -351,7 +351,7 @@ def playout(
                             if spend is not None:
                                 card = top
                                 faces = spend
-        elif k and greedy and rand() < greedy:
+        elif turns_taken and greedy and rand() < greedy:
             # following a lead: the lowest playable card that takes the trick so far, else the lowest playable
             best = worst = -1
             for c in hand:
@@ -384,7 +384,7 @@ def playout(
             if played is not None:
                 played.append(turn << 6 | card)
             value = rank_of[card]
-            held = anem[turn]
+            held = anemones[turn]
             if faces is not None:
                 for face in faces:
                     held.remove(face)
@@ -418,9 +418,9 @@ def playout(
             if trace is not None:
                 trace.append((False, card, ()))
         left -= 1
-        k += 1
-        if k < n_turns:
-            turn = (leader + k) % players
+        turns_taken += 1
+        if turns_taken < turns_per_trick:
+            turn = (leader + turns_taken) % players
             continue
         winner, _card, high = trick[0]
         lowest, low = winner, high
@@ -435,7 +435,7 @@ def playout(
                 lowest = seat
         points[winner] += gained
         # the lowest takes an anemone: the engine's take_anemone, its two common cases inline
-        held = anem[lowest]
+        held = anemones[lowest]
         if 1 in held:
             held.remove(1)
             held.append(2)
@@ -443,7 +443,7 @@ def playout(
             held.append(1)
             supply -= 1
         else:
-            supply, _event = take_anemone(anem, supply, lowest)
+            supply, _event = take_anemone(anemones, supply, lowest)
         if deck:
             for seat in (winner, 1 - winner):
                 hands[seat].extend(deck[:2])
@@ -454,7 +454,7 @@ def playout(
         trick = []
         mask = 0
         high = -1
-        k = 0
+        turns_taken = 0
         leader = turn = winner
     state.supply = supply
     state.over = True
@@ -486,11 +486,11 @@ def _moves_without_spends(state: AnemoneState) -> tuple[list[Move] | None, list[
     """The seat to act's moves when it can spend no anemone (it must discard: every card of its hand; it holds
     none: every playable card), else ``None``; with its playable cards and the anemone faces it holds."""
     turn = state.turn
-    mask = state.mask
+    mask = state.trick_suit_mask
     hand = state.hands[turn]
     suit_bit = _SUIT_BIT
     playable = [card for card in hand if not mask & suit_bit[card]]
-    held = state.anem[turn]
+    held = state.anemones[turn]
     if not playable:
         return [(False, card, ()) for card in hand], playable, held
     if not held:
@@ -540,14 +540,14 @@ def sensible_moves(state: AnemoneState) -> list[Move]:
     plain, playable, held = _moves_without_spends(state)
     if plain is not None:
         return plain
-    anem = state.anem
+    anemones = state.anemones
     ones = held.count(1)
     totals = _totals(ones, len(held) - ones)
     most = len(totals) - 1
     high = max((play[3] for play in state.trick), default=-1)
     players = state.players
     leader = state.leader
-    later = [sum(anem[(leader + j) % players]) for j in range(state.k + 1, state.n_turns)]
+    later = [sum(anemones[(leader + j) % players]) for j in range(state.turns_taken + 1, state.turns_per_trick)]
     need = max(high, 11 + max(later)) if later else high
     moves: list[Move] = []
     rank_of = RANK_OF
@@ -784,7 +784,9 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
             mast_value=mast_value,
             played=played,
         )
-        rewards = playout_rewards(state.points, state.anem, seat, anemone_weight, win_weight, own_win, own_vs_best)
+        rewards = playout_rewards(
+            state.points, state.anemones, seat, anemone_weight, win_weight, own_win, own_vs_best
+        )
         if played is not None:
             # the tree's plays too: each node holds the move into it and the seat that made it
             tree: _Node | None = node

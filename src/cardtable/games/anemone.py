@@ -207,49 +207,85 @@ class AnemoneState:
 
     Build it with :meth:`AnemoneMatch.start_hand`, :meth:`new` or, for a bot's determinization,
     :meth:`from_view`. Copy it with :meth:`copy` (cheap: lists of ints and tuples).
+
+    Its fields (below) are public so that bots, playouts and the AI adapters read them without building a view;
+    cards are engine card numbers (``suit_index * 10 + rank - 1``, :data:`CODE` writes them out), seats are
+    0-based. Outside the engine, read them only, except on a copy of one's own (a search's determinization or
+    playout; :meth:`with_hidden` replaces the hidden ``hands`` and ``deck``).
     """
 
     __slots__ = (
-        "_last_ms",
-        "anem",
+        "anemones",
         "deck",
         "hands",
         "history",
-        "k",
+        "last_ms",
         "leader",
-        "mask",
-        "n_turns",
         "over",
-        "piles",
         "players",
         "points",
         "round",
         "rounds",
+        "score_piles",
         "supply",
-        "tdisc",
         "trick",
+        "trick_discards",
+        "trick_suit_mask",
         "turn",
+        "turns_per_trick",
+        "turns_taken",
     )
 
     players: int
-    n_turns: int
+    """Seats at the table, 2 to 6; seats are numbered 0 to ``players - 1``, clockwise."""
+    turns_per_trick: int
+    """Turns in a full trick: one per seat, or 4 with 2 seats (leader, other, leader, other; "The 2-seat
+    variant")."""
     hands: list[list[int]]
+    """Each seat's hand, by seat: engine card numbers (``players`` lists, in no fixed order)."""
     deck: list[int]
-    anem: list[list[int]]
+    """The 2-seat central deck, top first, engine card numbers (16 at the start of a hand; empty with 3 to 6
+    seats)."""
+    anemones: list[list[int]]
+    """Each seat's anemone cards, by seat: one face value per card, 1 (+1 side up) or 2 (+2 side up), in no fixed
+    order. ``supply`` plus every seat's count is always :data:`ANEMONE_CARDS` (9)."""
     supply: int
-    piles: list[list[int]]
+    """Anemone cards in the supply, 0 to 9."""
+    score_piles: list[list[int]]
+    """Each seat's score pile, by seat: engine card numbers in the order they arrived (the cards of the tricks it
+    won and its own discards)."""
     points: list[int]
+    """Each seat's points this hand, by seat: 1 per card in its score pile, 1 more per 3, 5 and 8 in it."""
     leader: int
+    """The seat that led (or leads) the current trick."""
     turn: int
-    k: int
+    """The seat to act (while the hand goes on; once it is over, the last trick's winner)."""
+    turns_taken: int
+    """Turns taken in the current trick so far (plays and discards alike), 0 to ``turns_per_trick - 1``; also the
+    ``order`` the next play or discard gets."""
     trick: list[_Play]
-    tdisc: list[_Discard]
-    mask: int
+    """The cards played into the current trick, in play order: ``(seat, card, anemone faces, value, order)`` each
+    (value: the card's rank plus its anemone faces; order: its turn in the trick, 0 for the leader's)."""
+    trick_discards: list[_Discard]
+    """The discards made during the current trick, in order: ``(seat, card, order)`` each (not part of the
+    trick; each is already in its seat's score pile)."""
+    trick_suit_mask: int
+    """The suits already in the current trick, as a bit mask: bit ``s`` is set when suit ``s`` (0 for ``A`` to 5
+    for ``F``) has been played into it; 0 between tricks. A card's suit is ``SUIT_OF[card]``."""
     history: list[_Trick]
+    """The finished tricks of this hand, oldest first: ``(leader, plays, discards, winner, lowest)`` each (plays
+    and discards as in ``trick`` and ``trick_discards``; winner: the seat that took the cards; lowest: the seat
+    that took an anemone)."""
     over: bool
+    """True once every hand is empty (the hand is over)."""
     round: int | None
+    """The 1-based number of this hand in its match, or ``None`` outside a match (shown in the view only)."""
     rounds: int | None
-    _last_ms: int
+    """Hands in the match, or ``None`` outside a match (shown in the view only)."""
+    last_ms: int
+    """The ``ms`` of the last action :meth:`apply` accepted, in milliseconds since the hand began (0 before
+    the first); :meth:`apply` refuses an action with an earlier ``ms``. Callers that drive :meth:`step`
+    themselves keep it up to date."""
 
     @classmethod
     def new(
@@ -270,24 +306,24 @@ class AnemoneState:
         self = cls.__new__(cls)
         players = len(hands)
         self.players = players
-        self.n_turns = 4 if players == 2 else players
+        self.turns_per_trick = 4 if players == 2 else players
         self.hands = [list(hand) for hand in hands]
         self.deck = list(deck)
-        self.anem = [list(faces) for faces in anemones] if anemones is not None else [[] for _ in hands]
-        self.supply = ANEMONE_CARDS - sum(len(faces) for faces in self.anem)
-        self.piles = [[] for _ in hands]
+        self.anemones = [list(faces) for faces in anemones] if anemones is not None else [[] for _ in hands]
+        self.supply = ANEMONE_CARDS - sum(len(faces) for faces in self.anemones)
+        self.score_piles = [[] for _ in hands]
         self.points = [0] * players
         self.leader = leader
         self.turn = leader
-        self.k = 0
+        self.turns_taken = 0
         self.trick = []
-        self.tdisc = []
-        self.mask = 0
+        self.trick_discards = []
+        self.trick_suit_mask = 0
         self.history = []
         self.over = not any(self.hands)
         self.round = round
         self.rounds = rounds
-        self._last_ms = 0
+        self.last_ms = 0
         return self
 
     @classmethod
@@ -313,8 +349,8 @@ class AnemoneState:
             view.get("rounds"),
         )
         self.supply = int(view["supply"])
-        self.piles = [[card_number(code) for code in pile] for pile in view["score_piles"]]
-        self.points = [sum(POINTS_OF[card] for card in pile) for pile in self.piles]
+        self.score_piles = [[card_number(code) for code in pile] for pile in view["score_piles"]]
+        self.points = [sum(POINTS_OF[card] for card in pile) for pile in self.score_piles]
 
         def plays(entries: Sequence[Mapping[str, Any]]) -> list[_Play]:
             return [
@@ -332,11 +368,11 @@ class AnemoneState:
             return [(int(e["seat"]), card_number(e["card"]), int(e.get("order", 0))) for e in entries]
 
         self.trick = plays(view["trick"])
-        self.tdisc = discards(view["trick_discards"])
-        self.k = len(self.trick) + len(self.tdisc)
-        self.mask = 0
+        self.trick_discards = discards(view["trick_discards"])
+        self.turns_taken = len(self.trick) + len(self.trick_discards)
+        self.trick_suit_mask = 0
         for play in self.trick:
-            self.mask |= 1 << SUIT_OF[play[1]]
+            self.trick_suit_mask |= 1 << SUIT_OF[play[1]]
         self.history = [
             (
                 int(t["leader"]),
@@ -362,31 +398,31 @@ class AnemoneState:
         piles, points, the trick, history) is copied from this state."""
         other = AnemoneState.__new__(AnemoneState)
         other.players = self.players
-        other.n_turns = self.n_turns
+        other.turns_per_trick = self.turns_per_trick
         other.hands = hands
         other.deck = deck
-        other.anem = [faces[:] for faces in self.anem]
+        other.anemones = [faces[:] for faces in self.anemones]
         other.supply = self.supply
-        other.piles = [pile[:] for pile in self.piles]
+        other.score_piles = [pile[:] for pile in self.score_piles]
         other.points = self.points[:]
         other.leader = self.leader
         other.turn = self.turn
-        other.k = self.k
+        other.turns_taken = self.turns_taken
         other.trick = self.trick[:]
-        other.tdisc = self.tdisc[:]
-        other.mask = self.mask
+        other.trick_discards = self.trick_discards[:]
+        other.trick_suit_mask = self.trick_suit_mask
         other.history = self.history[:]
         other.over = self.over
         other.round = self.round
         other.rounds = self.rounds
-        other._last_ms = self._last_ms
+        other.last_ms = self.last_ms
         return other
 
     # ------------------------------------------------------------------ fast internal API (bots, playouts)
 
     def playable_cards(self) -> list[int]:
         """Cards the seat to act may play into the trick (suits not yet in it); empty means it must discard."""
-        mask = self.mask
+        mask = self.trick_suit_mask
         return [card for card in self.hands[self.turn] if not (mask >> SUIT_OF[card]) & 1]
 
     def moves(self) -> list[tuple[bool, int, tuple[int, ...]]]:
@@ -396,7 +432,7 @@ class AnemoneState:
         playable = self.playable_cards()
         if not playable:
             return [(False, card, ()) for card in self.hands[self.turn]]
-        subs = _sub_multisets(self.anem[self.turn])
+        subs = _sub_multisets(self.anemones[self.turn])
         return [(True, card, sub) for card in playable for sub in subs]
 
     def step(
@@ -408,17 +444,17 @@ class AnemoneState:
         """
         seat = self.turn
         self.hands[seat].remove(card)
-        order = self.k
+        order = self.turns_taken
         if is_play:
             value = RANK_OF[card]
             if anemones:
-                held = self.anem[seat]
+                held = self.anemones[seat]
                 for face in anemones:
                     held.remove(face)
                     value += face
                 self.supply += len(anemones)
             self.trick.append((seat, card, anemones, value, order))
-            self.mask |= 1 << SUIT_OF[card]
+            self.trick_suit_mask |= 1 << SUIT_OF[card]
             if events is not None:
                 events.append(
                     {
@@ -430,14 +466,14 @@ class AnemoneState:
                     }
                 )
         else:
-            self.tdisc.append((seat, card, order))
-            self.piles[seat].append(card)
+            self.trick_discards.append((seat, card, order))
+            self.score_piles[seat].append(card)
             self.points[seat] += POINTS_OF[card]
             if events is not None:
                 events.append({"type": "discarded", "seat": seat, "card": CODE[card]})
-        self.k = order + 1
-        if self.k < self.n_turns:
-            self.turn = (self.leader + self.k) % self.players
+        self.turns_taken = order + 1
+        if self.turns_taken < self.turns_per_trick:
+            self.turn = (self.leader + self.turns_taken) % self.players
             return
         self._finish_trick(events)
 
@@ -453,13 +489,13 @@ class AnemoneState:
             if value <= low:
                 low = value
                 lowest = play[0]
-        pile = self.piles[winner]
+        pile = self.score_piles[winner]
         gained = 0
         for play in trick:
             pile.append(play[1])
             gained += POINTS_OF[play[1]]
         self.points[winner] += gained
-        self.history.append((self.leader, tuple(trick), tuple(self.tdisc), winner, lowest))
+        self.history.append((self.leader, tuple(trick), tuple(self.trick_discards), winner, lowest))
         if events is not None:
             events.append(
                 {
@@ -469,7 +505,7 @@ class AnemoneState:
                     "cards": [CODE[p[1]] for p in trick],
                 }
             )
-        self.supply, event = take_anemone(self.anem, self.supply, lowest)
+        self.supply, event = take_anemone(self.anemones, self.supply, lowest)
         if events is not None:
             events.append(event)
         if self.deck:
@@ -482,9 +518,9 @@ class AnemoneState:
                         {"type": "drew", "seat": seat, "count": len(drawn), "cards": [CODE[c] for c in drawn]}
                     )
         self.trick = []
-        self.tdisc = []
-        self.mask = 0
-        self.k = 0
+        self.trick_discards = []
+        self.trick_suit_mask = 0
+        self.turns_taken = 0
         self.leader = winner
         self.turn = winner
         if not any(self.hands):
@@ -498,12 +534,12 @@ class AnemoneState:
         hands = self.hands
         rand = rng.random
         while not self.over:
-            mask = self.mask
+            mask = self.trick_suit_mask
             hand = hands[self.turn]
             playable = [card for card in hand if not (mask >> SUIT_OF[card]) & 1]
             if playable:
                 card = playable[int(rand() * len(playable))]
-                held = self.anem[self.turn]
+                held = self.anemones[self.turn]
                 if held and rand() < anemone_chance:
                     subs = _sub_multisets(held)
                     self.step(True, card, subs[int(rand() * len(subs))])
@@ -630,16 +666,16 @@ class AnemoneState:
                 code="anemone.must_discard",
                 params={"card": CODE[card], "suit": suit, "seat": seat},
             )
-        held = list(self.anem[seat])
+        held = list(self.anemones[seat])
         for face in faces:
             if face not in held:
                 raise IllegalAction(
-                    f"seat {seat} does not hold the anemones {list(faces)} (it holds {sorted(self.anem[seat])})",
+                    f"seat {seat} does not hold the anemones {list(faces)} (it holds {sorted(self.anemones[seat])})",
                     code="anemone.anemones_not_held",
                     params={
                         "seat": seat,
                         "wanted": ", ".join(str(f) for f in faces),
-                        "held": ", ".join(str(f) for f in sorted(self.anem[seat])),
+                        "held": ", ".join(str(f) for f in sorted(self.anemones[seat])),
                     },
                 )
             held.remove(face)
@@ -654,16 +690,16 @@ class AnemoneState:
         """
         if isinstance(ms, bool) or not isinstance(ms, int):
             raise IllegalAction(f"ms must be a whole number, not {ms!r}", code="action.bad_time", params={"ms": _plain(ms)})
-        if ms < self._last_ms:
+        if ms < self.last_ms:
             raise IllegalAction(
-                f"time went backwards ({ms} ms after {self._last_ms} ms)",
+                f"time went backwards ({ms} ms after {self.last_ms} ms)",
                 code="action.time_backwards",
-                params={"ms": ms, "last_ms": self._last_ms},
+                params={"ms": ms, "last_ms": self.last_ms},
             )
         is_play, card, faces = self.check(seat, action)
         events: list[Event] = []
         self.step(is_play, card, faces, events)
-        self._last_ms = ms
+        self.last_ms = ms
         return events
 
     def events_for(self, events: Sequence[Event], seat: int | None) -> list[Event]:
@@ -679,7 +715,7 @@ class AnemoneState:
     def view(self, seat: int | None) -> View:
         """What ``seat`` may see (``None``: a spectator); the shape is ``docs/views-anemone.md``."""
         codes = CODE
-        mask = self.mask
+        mask = self.trick_suit_mask
 
         def play_dict(p: _Play) -> dict[str, Any]:
             return {"seat": p[0], "card": codes[p[1]], "anemones": list(p[2]), "value": p[3], "order": p[4]}
@@ -699,11 +735,11 @@ class AnemoneState:
         out["leader"] = self.leader
         out["turn"] = None if self.over else self.turn
         out["trick"] = [play_dict(p) for p in self.trick]
-        out["trick_discards"] = [discard_dict(d) for d in self.tdisc]
+        out["trick_discards"] = [discard_dict(d) for d in self.trick_discards]
         out["suits_in_trick"] = [CREATURE_SUITS[s] for s in range(6) if (mask >> s) & 1]
-        out["anemones"] = [sorted(faces) for faces in self.anem]
+        out["anemones"] = [sorted(faces) for faces in self.anemones]
         out["supply"] = self.supply
-        out["score_piles"] = [[codes[c] for c in pile] for pile in self.piles]
+        out["score_piles"] = [[codes[c] for c in pile] for pile in self.score_piles]
         out["points"] = self.points[:]
         out["tricks"] = [
             {
@@ -750,6 +786,21 @@ class AnemoneMatch:
         self._first_leaders: list[int] = []
         self._next_leader = 0
 
+    def copy(self) -> AnemoneMatch:
+        """An independent copy of the match: the hand in play copied with :meth:`AnemoneState.copy`, ``totals``,
+        ``results`` and the anemones kept between hands in new lists (the :class:`~cardtable.engine.HandResult`
+        entries shared: they are never changed). The ``options`` are shared (frozen)."""
+        other: AnemoneMatch = AnemoneMatch.__new__(AnemoneMatch)
+        other.options = self.options
+        other.players = self.players
+        other.totals = self.totals[:]
+        other.results = self.results[:]
+        other._hand = self._hand.copy() if self._hand is not None else None
+        other._anem = [faces[:] for faces in self._anem]
+        other._first_leaders = self._first_leaders[:]
+        other._next_leader = self._next_leader
+        return other
+
     @property
     def hand(self) -> AnemoneState | None:
         """The hand in play, or the last one once finished; ``None`` before the first deal."""
@@ -759,7 +810,7 @@ class AnemoneMatch:
     def anemones(self) -> list[list[int]]:
         """Each seat's anemone faces, sorted (live during a hand)."""
         if self._hand is not None and len(self.results) < len(self._first_leaders):
-            return [sorted(faces) for faces in self._hand.anem]
+            return [sorted(faces) for faces in self._hand.anemones]
         return [sorted(faces) for faces in self._anem]
 
     @property
@@ -899,7 +950,7 @@ class AnemoneMatch:
             raise ValueError("no hand has ended")
         scores = state.scores()
         self.totals = [t + s for t, s in zip(self.totals, scores, strict=True)]
-        anem = [list(faces) for faces in state.anem]
+        anem = [list(faces) for faces in state.anemones]
         supply = state.supply
         events: list[Event] = []
         last = len(self.results) + 1 >= self.options.rounds
