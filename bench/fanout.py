@@ -20,12 +20,12 @@ import time
 from cardtable.server.core.settings import Settings
 from cardtable.server.lobby.manager import Manager
 from cardtable.server.storage.store import Store
-from cardtable.server.table.actions import Play
-from cardtable.server.table.connections import Peer
+from cardtable.server.table.actions import QueuedAction
+from cardtable.server.table.connections import Connection
 
 
-async def drain(peer: Peer) -> None:
-    while await peer.outbox.get() is not None:
+async def drain(connection: Connection) -> None:
+    while await connection.outbox.get() is not None:
         pass
 
 
@@ -38,11 +38,11 @@ async def measure(spectators: int, actions: int) -> list[float]:
         table, _, first = await manager.create("nerts", {"players": 2}, None, "ana", 1, 3600)
         await manager.join(table.id, "bo", None)
         await manager.start(table.id, first)
-        watchers = [Peer(max_outbox=10_000) for _ in range(spectators)]
-        writers = [asyncio.create_task(drain(peer)) for peer in watchers]
-        for peer in watchers:
-            await manager.hello(table, peer, None)
-        seat = Peer(max_outbox=10_000)
+        watchers = [Connection(max_outbox=10_000) for _ in range(spectators)]
+        writers = [asyncio.create_task(drain(connection)) for connection in watchers]
+        for connection in watchers:
+            await manager.hello(table, connection, None)
+        seat = Connection(max_outbox=10_000)
         await manager.hello(table, seat, first)
         loop = asyncio.get_running_loop()
         latencies: list[float] = []
@@ -51,14 +51,14 @@ async def measure(spectators: int, actions: int) -> list[float]:
                 seat.outbox.get_nowait()
             future: asyncio.Future[tuple[bool, object]] = loop.create_future()
             t0 = time.perf_counter()
-            table.submit_play(Play(0, {"type": "flip"}, peer=seat, seq=i, future=future))
+            table.submit_action(QueuedAction(0, {"type": "flip"}, connection=seat, seq=i, future=future))
             await future
             acked = [json.loads(t) for t in list(seat.outbox._queue) if t is not None]  # type: ignore[attr-defined]
             assert any(m["type"] == "ack" for m in acked)
             latencies.append((time.perf_counter() - t0) * 1000.0)
             await asyncio.sleep(0.005)
-        for peer in watchers:
-            peer.close()
+        for connection in watchers:
+            connection.close()
         await asyncio.gather(*writers)
         return latencies
     finally:

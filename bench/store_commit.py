@@ -30,7 +30,8 @@ from sqlalchemy import bindparam, update
 from sqlalchemy.engine import Connection
 
 from cardtable.server.storage import schema
-from cardtable.server.storage.store import SeatRow, Store, TableRow
+from cardtable.server.storage.rows import SeatRow, TableRow
+from cardtable.server.storage.store import Store
 
 ACTION = {"type": "move", "from": "work:1", "to": "foundation:3"}
 

@@ -11,7 +11,6 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,9 @@ from websockets.sync.client import ClientConnection, connect
 
 from cardtable.replay import fold
 from cardtable.server.storage import schema
-from cardtable.server.storage.store import Store, record_of
+from cardtable.server.storage.rows import record_of
+from cardtable.server.storage.store import Store
+from polling import wait_for
 from services import Server, free_port, run_async, start_server
 
 Message = dict[str, Any]
@@ -36,19 +37,6 @@ CLUSTER_ENV = {
 CLUSTER_OPTIONS = ["--lease-ms", "2000", "--sweep-s", "0.5"]
 """Settings of the test processes given as ``serve`` options: a 2 s lease (failover within about 3 s), a sweep
 every 0.5 s."""
-
-
-def wait_for(condition: Callable[[], Any], timeout: float, what: str, every: float = 0.1) -> Any:
-    """Poll ``condition`` until it returns something truthy (returned); ``AssertionError`` naming ``what`` after
-    ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(every)
 
 
 class Proc:
@@ -112,7 +100,7 @@ class Proc:
                 assert reply.status_code < 300, reply.text
                 answer: Message = reply.json()
                 return answer
-            time.sleep(0.25)
+            time.sleep(0.25)  # not a wait: a client's pause before it retries a 503
         raise AssertionError(f"{path}: 503 throughout")
 
     def get(self, path: str) -> Any:
@@ -147,7 +135,7 @@ class Client(threading.Thread):
             proc = self.procs[attempt % len(self.procs)]
             attempt += 1
             if not proc.alive:
-                time.sleep(0.05)
+                time.sleep(0.05)  # not a wait: a reconnecting client's pause, as the web client's
                 continue
             try:
                 with connect(f"ws://127.0.0.1:{proc.port}/ws/tables/{self.table_id}", open_timeout=5) as ws:
@@ -164,7 +152,7 @@ class Client(threading.Thread):
                 pass
             self.ws = None
             if not self.stop_flag.is_set():
-                time.sleep(0.2)
+                time.sleep(0.2)  # not a wait: a reconnecting client's pause, as the web client's
 
     def _serve(self, ws: ClientConnection) -> None:
         while not self.stop_flag.is_set():

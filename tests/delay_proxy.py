@@ -53,7 +53,7 @@ class DelayProxy:
         async def deliver() -> None:
             while True:
                 due, data = await queue.get()
-                await asyncio.sleep(max(0.0, due - loop.time()))
+                await asyncio.sleep(max(0.0, due - loop.time()))  # not a wait: the delay this proxy adds
                 if not data:
                     writer.close()
                     return

@@ -75,6 +75,7 @@ def illegal_candidates(state: AnemoneState, rng: random.Random) -> list[tuple[in
     return out
 
 
+@pytest.mark.slow  # forty whole matches of up to six seats, each replayed
 @settings(max_examples=40, deadline=None)
 @given(players=st.integers(2, 6), seed=st.integers(0, 2**32), choices=st.integers(0, 2**32))
 def test_random_match_invariants_and_replay(players: int, seed: int, choices: int) -> None:

@@ -199,7 +199,7 @@ async def run_race(near: Client, far: Client, deal: Deal, race: Race, start: flo
     loop = asyncio.get_running_loop()
 
     async def send(client: Client, after_ms: int, action: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-        await asyncio.sleep(max(0.0, start + after_ms / 1000 - loop.time()))
+        await asyncio.sleep(max(0.0, start + after_ms / 1000 - loop.time()))  # not a wait: the send time under test
         return await client.act(2, action)
 
     (near_sent, near_answer), (far_sent, far_answer) = await asyncio.gather(

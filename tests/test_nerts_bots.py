@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from cardtable import records
 from cardtable.bots import bot_infos, get_bot, make_bot, run_bot
 from cardtable.bots.nerts import GreedyBot
@@ -132,6 +134,7 @@ def test_no_ping_pong_between_work_piles() -> None:
             last[entry.seat] = action
 
 
+@pytest.mark.slow  # two hundred four-seat hands: the longest test of the engine
 def test_two_hundred_four_seat_greedy_hands_all_end() -> None:
     endings: dict[str | None, int] = {}
     for seed in range(200):

@@ -283,9 +283,9 @@ def test_account_and_player_refusals_carry_their_registered_params(tmp_path: Pat
     from starlette.testclient import TestClient
 
     from cardtable.server.edge.app import create_app
-    from cardtable.server.players import accounts
+    from cardtable.server.players import passwords
 
-    monkeypatch.setattr(accounts, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
+    monkeypatch.setattr(passwords, "_hasher", PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
     origin = {"Origin": "http://testserver"}
     seen: dict[str, int] = {}
     with TestClient(create_app(f"sqlite+aiosqlite:///{tmp_path / 'codes.db'}")) as client:

@@ -54,6 +54,7 @@ def server(tmp_path: Path) -> Iterator[str]:
     server.stop()
 
 
+@pytest.mark.slow  # a real server process
 def test_options_and_variables_reach_a_real_server(server: str) -> None:
     with httpx.Client(base_url=server, timeout=10) as http:
         big = http.post("/api/tables", json={**SMALL, "name": "x" * 30, "padding": "y" * 300})

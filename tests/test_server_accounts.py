@@ -4,22 +4,23 @@ any answer."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
+from cardtable.server.core import limits
 from cardtable.server.core.settings import Settings
 from cardtable.server.edge.app import create_app
-from cardtable.server.players import accounts
+from cardtable.server.players import accounts, passwords, sessions
 from cardtable.server.players.accounts import (
-    COOKIE,
     MAX_FAILURES_PER_ADDRESS,
     MAX_FAILURES_PER_NAME,
     MAX_SIGN_UPS_PER_ADDRESS,
 )
+from cardtable.server.players.sessions import COOKIE
+from clients import MakeClient
 
 ORIGIN = {"Origin": "http://testserver"}
 PASSWORD = "correct horse battery"
@@ -28,18 +29,15 @@ pytestmark = pytest.mark.usefixtures("cheap_hashes")  # conftest.py: real Argon2
 
 
 @pytest.fixture
-def client(db_url: str) -> Iterator[TestClient]:
-    """A server on SQLite, then on PostgreSQL."""
-    settings = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)
-    with TestClient(create_app(db_url, settings)) as c:
-        yield c
+def client(db_client: TestClient) -> TestClient:
+    """A server on SQLite, then on PostgreSQL (conftest.py)."""
+    return db_client
 
 
 @pytest.fixture
-def lite(tmp_path: Path) -> Iterator[TestClient]:
+def lite(make_client: MakeClient) -> TestClient:
     """A server on SQLite only, for the many name cases (the database plays no part in them)."""
-    with TestClient(create_app(f"sqlite+aiosqlite:///{tmp_path / 'names.db'}")) as c:
-        yield c
+    return make_client()
 
 
 def sign_up(client: TestClient, name: str, password: str = PASSWORD) -> Any:
@@ -227,7 +225,7 @@ class Clock:
 def clock(lite: TestClient) -> Clock:
     """``lite``'s sign-in limiter, reading this clock."""
     clock = Clock()
-    lite.app.state.sign_in_limiter = accounts.Limiter(clock=clock)  # type: ignore[attr-defined]
+    lite.app.state.sign_in_limiter = limits.MovingWindows(clock=clock)  # type: ignore[attr-defined]
     return clock
 
 
@@ -275,11 +273,11 @@ def test_a_session_lasts_30_days(lite: TestClient, monkeypatch: pytest.MonkeyPat
 
     made = sign_up(lite, "pia")
     max_age = [p.strip() for p in made.headers["set-cookie"].split(";") if p.strip().lower().startswith("max-age")]
-    assert max_age == [f"Max-Age={accounts.SESSION_DAYS * 86400}"] and accounts.SESSION_DAYS == 30
+    assert max_age == [f"Max-Age={sessions.SESSION_DAYS * 86400}"] and sessions.SESSION_DAYS == 30
 
     def days_later(days: float) -> None:
         later = datetime.now(UTC) + timedelta(days=days)
-        monkeypatch.setattr(accounts, "now_iso", lambda: later.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        monkeypatch.setattr(sessions, "now_iso", lambda: later.strftime("%Y-%m-%dT%H:%M:%SZ"))
 
     days_later(29.9)
     assert lite.get("/api/me").json()["name"] == "pia"
@@ -354,7 +352,7 @@ def test_failures_for_one_name_do_not_lock_another(lite: TestClient, clock: Cloc
 def test_successful_sign_ins_per_address_wait_out_the_window(tmp_path: Path) -> None:
     clock = Clock()
     with TestClient(create_app(f"sqlite+aiosqlite:///{tmp_path / 'ok.db'}", Settings(sign_ins_per_address=3))) as c:
-        c.app.state.sign_in_limiter = accounts.Limiter(clock=clock)  # type: ignore[attr-defined]
+        c.app.state.sign_in_limiter = limits.MovingWindows(clock=clock)  # type: ignore[attr-defined]
         sign_up(c, "vic")
         for _ in range(3):
             assert sign_in(c, "vic").status_code == 200
@@ -402,17 +400,17 @@ def test_signing_out_clears_the_cookie_with_the_same_flags(lite: TestClient) -> 
 
 def test_argon2_concurrency_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="argon2_concurrency must be at least 1, not 0"):
-        accounts.PasswordChecks(0)
-    checks = accounts.PasswordChecks(1)
+        passwords.PasswordChecks(0)
+    checks = passwords.PasswordChecks(1)
     checks.close()
 
 
 def test_the_failure_limiter_forgets_what_left_its_window_and_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     """Failures under ever new keys (names, addresses) never grow the limiter past its bound: keys whose failures all
     left the window are forgotten, and within one window the keys seen first go (issue 25, found by H1's review)."""
-    monkeypatch.setattr(accounts, "MAX_FAILURE_KEYS", 100)
+    monkeypatch.setattr(limits, "MAX_FAILURE_KEYS", 100)
     now = [0.0]
-    limiter = accounts.Limiter(900.0, clock=lambda: now[0])
+    limiter = limits.MovingWindows(900.0, clock=lambda: now[0])
     for i in range(150):
         limiter.fail(f"old{i}")
     assert len(limiter._failures) <= 100
@@ -432,9 +430,9 @@ def test_the_failure_limiter_forgets_exactly_the_keys_out_of_the_window_then_the
     """Which keys go when the limiter passes its bound: first every key whose failures are all out of the window
     (a failure exactly ``window_s`` old is out, as :meth:`Limiter.wait_s` counts it), then, should more than half
     the bound be left, the keys seen first, down to half."""
-    monkeypatch.setattr(accounts, "MAX_FAILURE_KEYS", 100)
+    monkeypatch.setattr(limits, "MAX_FAILURE_KEYS", 100)
     now = [0.0]
-    limiter = accounts.Limiter(900.0, clock=lambda: now[0])
+    limiter = limits.MovingWindows(900.0, clock=lambda: now[0])
     for i in range(60):
         limiter.fail(f"old{i}")
     now[0] = 900.0  # the old failures are exactly one window old: out of it
@@ -445,7 +443,7 @@ def test_the_failure_limiter_forgets_exactly_the_keys_out_of_the_window_then_the
         limiter.fail(f"new{i}")  # 101 keys in the window: the first 51 go
     assert list(limiter._failures) == [f"new{i}" for i in range(51, 101)]
     # 50 keys out of the window and 51 in: one more than half the bound is left, so the first of them goes too
-    limiter = accounts.Limiter(900.0, clock=lambda: now[0])
+    limiter = limits.MovingWindows(900.0, clock=lambda: now[0])
     for i in range(50):
         limiter.fail(f"a{i}")
     now[0] += 900.0
@@ -483,7 +481,7 @@ def test_password_hashes_and_checks_run_in_the_argon2_threads(monkeypatch: pytes
     import asyncio
     import threading
 
-    real, threads = accounts._hasher, []
+    real, threads = passwords._hasher, []
 
     class NotingHasher:  # the real hasher, noting the thread each call runs in
         def hash(self, password: str) -> str:
@@ -494,8 +492,8 @@ def test_password_hashes_and_checks_run_in_the_argon2_threads(monkeypatch: pytes
             threads.append(threading.current_thread().name)
             return bool(real.verify(password_hash, password))
 
-    monkeypatch.setattr(accounts, "_hasher", NotingHasher())
-    checks = accounts.PasswordChecks(1)
+    monkeypatch.setattr(passwords, "_hasher", NotingHasher())
+    checks = passwords.PasswordChecks(1)
     try:
         hashed = asyncio.run(checks.hash(PASSWORD))
         assert asyncio.run(checks.verify(hashed, PASSWORD)) is True

@@ -24,7 +24,8 @@ import httpx
 import pytest
 from redis import Redis
 
-from cluster_harness import Client, Message, Proc, TcpProxy, check_record, port_open, start, wait_for
+from cluster_harness import Client, Message, Proc, TcpProxy, check_record, port_open, start
+from polling import until, wait_for
 from services import Postgres, free_port, new_database
 
 pytestmark = [pytest.mark.slow,
@@ -199,12 +200,12 @@ def test_redis_restart_and_database_cut_recover(postgres: Postgres, procs: list[
         wait_for(lambda: watcher.last_version() >= 5, 60, "play to go on")
         redis.terminate()
         redis.wait(10)
-        time.sleep(3)
+        time.sleep(3)  # not a wait: the outage under test, Redis down for longer than a lease (2 s)
         redis = redis_at(port, folder)
         mark = watcher.last_version()
         wait_for(lambda: progressed(watcher, mark + 5), 60, "play to go on after Redis restarted")
         proxy.cut()
-        time.sleep(2)
+        time.sleep(2)  # not a wait: the outage under test, the database unreachable for 2 s
         proxy.restore()
         mark = watcher.last_version()
         wait_for(lambda: progressed(watcher, mark + 5), 60, "play to go on after the database came back")
@@ -357,11 +358,11 @@ async def test_a_table_whose_lease_was_lost_is_dropped_here_and_its_lease_left_a
     from redis.asyncio import Redis as AsyncRedis
 
     from cardtable.server.cluster.lease import LEASE_PREFIX
-    from cardtable.server.cluster.ownership import Cluster, ClusterSettings
+    from cardtable.server.cluster.member import Cluster
+    from cardtable.server.cluster.ownership import ClusterSettings
     from cardtable.server.core.settings import Settings
     from cardtable.server.lobby.manager import Manager
     from cardtable.server.storage.store import Store
-    from polling import until
 
     store = await Store.open(pg_db, cluster=True)
     cluster = await Cluster.open(redis_url, store, ClusterSettings(lease_ms=LOST_LEASE_MS, sweep_s=600))
@@ -372,7 +373,7 @@ async def test_a_table_whose_lease_was_lost_is_dropped_here_and_its_lease_left_a
                       for _ in range(2)]
         epoch = cluster.owned[lost]
         cluster._leases_lost({lost: epoch + 1})  # an old report: the epoch held now is another one
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # not a wait: one turn of the loop, in which a wrong drop would have begun
         assert lost in manager.tables and cluster.owned[lost] == epoch
         await redis.set(LEASE_PREFIX + lost, f"elsewhere-1:{epoch + 1}", px=30_000)
         await until(lambda: lost not in manager.tables and lost not in store.fences, 10)  # the drop is done
@@ -458,7 +459,8 @@ def test_a_table_whose_lease_was_lost_is_no_longer_served(pg_db: str, redis_url:
 
 async def _one_process(pg_db: str, redis_url: str, lease_ms: int = LOST_LEASE_MS) -> Any:
     """A store, cluster and manager of one process on ``pg_db`` and ``redis_url`` (``close_one`` ends them)."""
-    from cardtable.server.cluster.ownership import Cluster, ClusterSettings
+    from cardtable.server.cluster.member import Cluster
+    from cardtable.server.cluster.ownership import ClusterSettings
     from cardtable.server.core.settings import Settings
     from cardtable.server.lobby.manager import Manager
     from cardtable.server.storage.store import Store
@@ -486,7 +488,7 @@ async def test_a_take_whose_epoch_moves_keeps_an_expiring_lease_at_the_databases
     from cardtable.server.lobby.manager import Manager
     from cardtable.server.storage import schema
     from cardtable.server.storage.store import Store
-    from cardtable.server.table.actions import Play
+    from cardtable.server.table.actions import QueuedAction
     from cardtable.server.table.owner import Table
 
     store = await Store.open(pg_db)  # a process of old that created it and is gone
@@ -512,7 +514,7 @@ async def test_a_take_whose_epoch_moves_keeps_an_expiring_lease_at_the_databases
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         state = taken.state
         assert state is not None
-        taken.submit_play(Play(0, state.legal_actions(0)[0], future=future))
+        taken.submit_action(QueuedAction(0, state.legal_actions(0)[0], future=future))
         ok, _ = await future
         assert ok
         actions = schema.actions

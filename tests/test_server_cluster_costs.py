@@ -24,13 +24,15 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.testclient import TestClient
 
 from cardtable.server.cluster.lease import LEASE_PREFIX, parse_lease
-from cardtable.server.cluster.ownership import Cluster, ClusterSettings
+from cardtable.server.cluster.member import Cluster
+from cardtable.server.cluster.ownership import ClusterSettings
 from cardtable.server.core.settings import Settings
 from cardtable.server.edge.app import create_app
 from cardtable.server.lobby.manager import Manager
 from cardtable.server.storage import schema
 from cardtable.server.storage.store import Store
-from cluster_harness import Proc, wait_for
+from cluster_harness import Proc
+from polling import until, wait_for
 from services import Postgres, new_database
 
 SETTINGS = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0, page_size=20,
@@ -282,7 +284,7 @@ async def test_a_lease_outlives_a_loop_blocked_longer_than_the_lease(url: str, r
         ids = [(await manager.create("nerts", {"players": 2}, None, "ana", None, 60))[0].id for _ in range(10)]
         time.sleep(1.5 * LEASE_MS / 1000)  # one slow turn of the event loop: half as long again as a lease
         assert lease_owners(redis, ids) == [cluster.process] * len(ids)
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # not a wait: one turn of the loop, in which a wrong drop would have begun
         assert set(ids) <= set(manager.tables)
     finally:
         redis.close()
@@ -297,10 +299,8 @@ async def test_a_loop_blocked_for_good_loses_its_tables(url: str, redis_url: str
         mine = cluster.process
         # the loop never comes back (a deadlock, a loop in C): the other process takes every table
         wait_for(lambda: all(o not in (None, mine) for o in lease_owners(redis, ids)), 30, "the other process")
-        deadline = time.monotonic() + 30
-        while set(ids) & set(manager.tables):  # back: this process learns it lost them, and lets them go
-            assert time.monotonic() < deadline, "the tables were not let go"
-            await asyncio.sleep(0.05)
+        # back: this process learns it lost them, and lets them go
+        await until(lambda: not set(ids) & set(manager.tables), 30, "the tables to be let go", every=0.05)
     finally:
         redis.close()
         await close(store, cluster, manager)

@@ -18,7 +18,8 @@ import httpx
 import pytest
 from redis import Redis
 
-from cluster_harness import Client, Proc, check_record, port_open, start, wait_for
+from cluster_harness import Client, Proc, check_record, port_open, start
+from polling import wait_for
 from services import Postgres, free_port, new_database, start_server
 
 pytestmark = [pytest.mark.slow,

@@ -15,7 +15,8 @@ from redis.asyncio import Redis
 
 from cardtable.server.cluster import ownership as cluster_module
 from cardtable.server.cluster.lease import LEASE_PREFIX
-from cardtable.server.cluster.ownership import Cluster, ClusterSettings
+from cardtable.server.cluster.member import Cluster
+from cardtable.server.cluster.ownership import ClusterSettings
 from cardtable.server.core.settings import Settings
 from cardtable.server.lobby.manager import Manager
 from cardtable.server.storage.store import Store
@@ -74,7 +75,7 @@ async def test_the_sweep_takes_free_tables_in_chunks_and_notes_a_missed_lease(
         owners = await cluster.leases.owners(ids[1:])
         assert owners == [(cluster.process, cluster.owned[t]) for t in ids[1:]]
         assert await cluster.sweep() == 0  # all owned, the missed lease not yet expired
-        await asyncio.sleep(cluster._expiring_s + 0.1)
+        await asyncio.sleep(cluster._expiring_s + 0.1)  # not a wait: the missed lease's time runs out
         assert await cluster.sweep() == 1 and ids[0] in manager.tables
         assert cluster._expiring_s is None
         # each taken table plays on: its stored record takes an action at its new epoch
@@ -87,12 +88,12 @@ async def test_the_sweep_takes_free_tables_in_chunks_and_notes_a_missed_lease(
 
 
 async def table_play(table: Table) -> Any:
-    from cardtable.server.table.actions import Play
+    from cardtable.server.table.actions import QueuedAction
 
     future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
     state = table.state
     assert state is not None
-    table.submit_play(Play(0, state.legal_actions(0)[0], future=future))
+    table.submit_action(QueuedAction(0, state.legal_actions(0)[0], future=future))
     return await future
 
 
@@ -106,7 +107,7 @@ async def test_a_connection_to_a_table_being_taken_here_waits_for_that_take(
     async def slow_load(**kwargs: Any) -> Any:
         if kwargs.get("table_ids"):  # the take's load of the records: the lease is ours, the table not yet here
             loading.set()
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(0.5)  # not a wait: a slow load, injected
         return await load(**kwargs)
 
     monkeypatch.setattr(store, "load_tables", slow_load)

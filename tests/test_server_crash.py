@@ -18,11 +18,13 @@ import httpx
 import pytest
 from websockets.sync.client import ClientConnection, connect
 
+from polling import wait_for
 from services import free_port
 
 Message = dict[str, Any]
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+              pytest.mark.slow]  # real server processes, killed and started again
 
 
 
@@ -43,14 +45,14 @@ class Server:
              "--db", f"sqlite+aiosqlite:///{self.db}"],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+
+        def answers() -> bool:
             try:
-                if httpx.get(f"{self.base}/api/games", timeout=1).status_code == 200:
-                    return
+                return httpx.get(f"{self.base}/api/games", timeout=1).status_code == 200
             except httpx.HTTPError:
-                time.sleep(0.1)
-        raise AssertionError("the server did not start")
+                return False
+
+        wait_for(answers, 30, "the server to start", every=0.1)
 
     def kill(self) -> None:
         assert self.proc is not None
@@ -155,7 +157,7 @@ def test_nerts_table_survives_sigkill_and_its_clock_resumes(server: Server) -> N
         ws.send(json.dumps({"type": "action", "seq": i, "action": {"type": "flip"}}))
         ack = recv_until(ws, "ack")
         assert ack == {"type": "ack", "seq": i, "v": i + 1}
-        time.sleep(0.02)
+        time.sleep(0.02)  # not a wait: the hand's clock moves on between the actions
     for i in range(6, 10):  # in flight when the server dies: acknowledged or not, nothing acknowledged is lost
         ws.send(json.dumps({"type": "action", "seq": i, "action": {"type": "flip"}}))
     first_in_flight = recv_until(ws, "ack")

@@ -223,6 +223,7 @@ def _secure(response: httpx.Response) -> bool:
     return "secure" in [p.strip().lower() for p in response.headers["set-cookie"].split(";")]
 
 
+@pytest.mark.slow  # a real server process
 def test_forwarded_headers_are_ignored_by_default(tmp_path: Path) -> None:
     """Without ``--forwarded-allow-ips`` a client on 127.0.0.1 cannot pick its address or scheme (uvicorn's own
     default believed both from 127.0.0.1: 25 of 25 creations past the burst)."""
@@ -240,6 +241,7 @@ def test_forwarded_headers_are_ignored_by_default(tmp_path: Path) -> None:
         server.stop()
 
 
+@pytest.mark.slow  # a real server process
 def test_forwarded_headers_from_a_trusted_proxy(tmp_path: Path) -> None:
     """With ``--forwarded-allow-ips 127.0.0.1`` the proxy's ``X-Forwarded-For`` is the client's address (an IPv6
     one grouped by /64) and its ``X-Forwarded-Proto: https`` makes the cookie ``Secure`` and the https Origin ours;

@@ -24,9 +24,9 @@ from starlette.testclient import TestClient
 
 from cardtable.server.core.settings import Settings
 from cardtable.server.edge.app import create_app
-from cardtable.server.players import accounts
+from cardtable.server.players import accounts, passwords
 from cardtable.server.table.bots import SearchScheduler
-from polling import until
+from polling import until, wait_for
 from services import Server, run_async, start_server
 
 ORIGIN = {"Origin": "http://testserver"}
@@ -67,13 +67,12 @@ def _cmdline(pid: int) -> str:
 
 
 def _wait(check: Any, timeout: float) -> bool:
-    """Poll ``check()`` every 50 ms for up to ``timeout`` seconds; whether it came true."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return bool(check())
+    """Poll ``check()`` every 50 ms (:func:`polling.wait_for`) for up to ``timeout`` seconds; whether it came true."""
+    try:
+        wait_for(check, timeout, "the check", every=0.05)
+    except AssertionError:
+        return False
+    return True
 
 
 @pytest.fixture
@@ -100,6 +99,7 @@ def _pool_workers(server: Server) -> list[int]:
     return [p for p in _children(server.proc.pid) if "spawn_main" in _cmdline(p)]
 
 
+@pytest.mark.slow  # a real server process and its process pool, started and killed
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_the_bot_pools_processes_end_with_the_server(bot_server: Server, sig: int) -> None:
     workers = _pool_workers(bot_server)
@@ -216,7 +216,7 @@ class CountingHasher(PasswordHasher):
             self.running += 1
             self.peak = max(self.peak, self.running)
         try:
-            time.sleep(0.05)
+            time.sleep(0.05)  # not a wait: a slow hash, so that checks overlap and the peak is seen
             return super().verify(hash, password)
         finally:
             with self._lock:
@@ -226,7 +226,7 @@ class CountingHasher(PasswordHasher):
 @pytest.fixture
 def hasher(monkeypatch: pytest.MonkeyPatch) -> CountingHasher:
     counting = CountingHasher()
-    monkeypatch.setattr(accounts, "_hasher", counting)
+    monkeypatch.setattr(passwords, "_hasher", counting)
     return counting
 
 

@@ -20,9 +20,10 @@ import pytest
 from cardtable.games import GameInfo, get_game
 from cardtable.games.nerts import NertsMatch, layout_pack
 from cardtable.server.core.settings import Settings
-from cardtable.server.storage.store import SeatRow, Store, TableRow
-from cardtable.server.table.actions import Play
-from cardtable.server.table.connections import Peer
+from cardtable.server.storage.rows import SeatRow, TableRow
+from cardtable.server.storage.store import Store
+from cardtable.server.table.actions import QueuedAction
+from cardtable.server.table.connections import Connection
 from cardtable.server.table.fairness import FairGate
 from cardtable.server.table.owner import Table
 
@@ -50,7 +51,7 @@ async def store(tmp_path: Path) -> AsyncIterator[Store]:
     await opened.close()
 
 
-async def setup(store: Store, name: str, far_rtt: float | None, near_rtt: float = 4.0) -> tuple[Table, Peer, Peer]:
+async def setup(store: Store, name: str, far_rtt: float | None, near_rtt: float = 4.0) -> tuple[Table, Connection, Connection]:
     """A two-seat table in play, the spades started by seat 0; ``far_rtt``: the round trip seat 1 reports
     (``None``: no pings, so no compensation)."""
     row = TableRow(id=name, game="nerts", options={"players": 2, "tie_window_ms": WINDOW}, status="open", seed=1, grace_seconds=60,
@@ -60,7 +61,7 @@ async def setup(store: Store, name: str, far_rtt: float | None, near_rtt: float 
     table = Table(row, RACE, store, Settings(hand_pause_s=60))
     table.gate = FairGate(table, cap_ms=CAP)
     table.start_owner()
-    near_peer, far_peer = Peer(), Peer()
+    near_peer, far_peer = Connection(), Connection()
 
     async def start() -> None:
         table.attach(near_peer, 0)
@@ -75,21 +76,21 @@ async def setup(store: Store, name: str, far_rtt: float | None, near_rtt: float 
         if far_rtt is not None:
             table.gate.observe(far_peer, far_rtt)
     ace: asyncio.Future[tuple[bool, Any]] = asyncio.get_running_loop().create_future()
-    table.submit_play(Play(0, {"type": "move", "from": "nerts", "to": "foundation:new"}, peer=near_peer, future=ace))
+    table.submit_action(QueuedAction(0, {"type": "move", "from": "nerts", "to": "foundation:new"}, connection=near_peer, future=ace))
     assert (await ace)[0]
     return table, near_peer, far_peer
 
 
-async def race(table: Table, near_peer: Peer, far_peer: Peer, gap: int, far: int, near_rtt: float = 4.0) -> str:
+async def race(table: Table, near_peer: Connection, far_peer: Connection, gap: int, far: int, near_rtt: float = 4.0) -> str:
     """One race: the far seat sends ``gap`` ms after the near one (negative: before) and its card takes ``far`` ms
     to arrive. Returns near, far or tie."""
     loop = asyncio.get_running_loop()
     results: dict[int, bool] = {}
 
-    async def send(seat: int, peer: Peer, after_ms: float) -> None:
-        await asyncio.sleep(after_ms / 1000)
+    async def send(seat: int, connection: Connection, after_ms: float) -> None:
+        await asyncio.sleep(after_ms / 1000)  # not a wait: the action's send time, the race under test
         future: asyncio.Future[tuple[bool, Any]] = loop.create_future()
-        table.submit_play(Play(seat, dict(MOVE), peer=peer, future=future))
+        table.submit_action(QueuedAction(seat, dict(MOVE), connection=connection, future=future))
         results[seat] = (await future)[0]
 
     base = max(0, -gap)

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,9 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
-from cardtable.server.core import messages
-from cardtable.server.core.settings import Settings
-from cardtable.server.edge.app import create_app
+from cardtable.server.core import limits
+from clients import MakeClient, fast_settings
 
 ODD_TEXT = st.one_of(
     st.text(max_size=12),
@@ -65,11 +62,9 @@ raw = st.one_of(
 
 
 @pytest.fixture
-def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
-    monkeypatch.setattr(messages, "RateLimiter", functools.partial(messages.RateLimiter, rate=1e9, burst=1e9))
-    config = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)
-    with TestClient(create_app(f"sqlite+aiosqlite:///{tmp_path / 'fuzz.db'}", config)) as c:
-        yield c
+def client(monkeypatch: pytest.MonkeyPatch, make_client: MakeClient) -> TestClient:
+    monkeypatch.setattr(limits, "TokenBucket", functools.partial(limits.TokenBucket, rate=1e9, burst=1e9))
+    return make_client(fast_settings())
 
 
 def reply_to(ws: Any, message: str | bytes) -> dict[str, Any]:

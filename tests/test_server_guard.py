@@ -26,7 +26,7 @@ from starlette.testclient import TestClient
 
 from cardtable.server.core.addresses import own_origin, parse_origin, trusted_networks
 from cardtable.server.core.errors import ErrorBody, describe_validation_errors, error_responses
-from cardtable.server.core.limits import AddressBuckets, ConnectionCounts
+from cardtable.server.core.limits import ConnectionCounts, TokenBuckets
 from cardtable.server.core.settings import Settings
 from cardtable.server.edge.app import create_app
 from cardtable.server.edge.guard import (
@@ -38,6 +38,7 @@ from cardtable.server.edge.guard import (
     SecurityHeaders,
     guarded_h11,
 )
+from polling import wait_for
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -461,14 +462,14 @@ def test_connection_counts_cap_each_address_and_forget_released_ones() -> None:
 
 
 def test_address_buckets_allow_the_burst_then_say_how_long_to_wait() -> None:
-    buckets = AddressBuckets(rate=0.5, burst=2)
+    buckets = TokenBuckets(rate=0.5, burst=2)
     assert [buckets.take("a"), buckets.take("a")] == [0, 0]
     wait = buckets.take("a")
     assert wait == 2  # one request every 2 s
     assert buckets.take("b") == 0
-    fast = AddressBuckets(rate=4.0, burst=1)
+    fast = TokenBuckets(rate=4.0, burst=1)
     assert fast.take("a") == 0 and fast.take("a") == 1  # a quarter of a second: Retry-After 1, never 0
-    slow = AddressBuckets(rate=1e-9, burst=1)
+    slow = TokenBuckets(rate=1e-9, burst=1)
     assert slow.take("a") == 0 and slow.take("a") == 86400  # capped at a day
 
 
@@ -510,10 +511,7 @@ def serving(max_connections: int = 50, request_timeout_s: float = 0.5, trusted: 
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
+    wait_for(lambda: server.started, 30, "uvicorn to start", every=0.01)
     try:
         yield port
     finally:

@@ -10,7 +10,6 @@ import json
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,24 +19,14 @@ from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
 from cardtable.server.core import messages
-from cardtable.server.core.limits import AddressBuckets
-from cardtable.server.core.settings import Settings
-from cardtable.server.edge.app import create_app
-from cardtable.server.storage.store import JOURNAL_SIZE_LIMIT, Store
-from cardtable.server.table.connections import Peer
+from cardtable.server.core.limits import TokenBuckets
+from cardtable.server.storage.sqlite_upkeep import JOURNAL_SIZE_LIMIT
+from cardtable.server.storage.store import Store
+from cardtable.server.table.connections import Connection
+from clients import MakeClient, fast_settings
+from polling import wait_for, wait_status
 
 Message = dict[str, Any]
-
-
-def make_client(tmp_path: Path, **settings: Any) -> TestClient:
-    config = Settings(**{"hand_pause_s": 0.05, "bot_pace": 0.05, "anemone_bot_delay_ms": 0, **settings})
-    return TestClient(create_app(f"sqlite+aiosqlite:///{tmp_path / 'limits.db'}", config))
-
-
-@pytest.fixture
-def client(tmp_path: Path) -> Iterator[TestClient]:
-    with make_client(tmp_path) as c:
-        yield c
 
 
 def create(client: TestClient, players: int = 2, **extra: Any) -> dict[str, Any]:
@@ -92,8 +81,8 @@ def test_a_validation_error_never_echoes_the_input(client: TestClient) -> None:
 # -- 4. body size ----------------------------------------------------------------------------------------
 
 
-def test_a_body_over_the_cap_is_413_whether_declared_or_chunked(tmp_path: Path) -> None:
-    with make_client(tmp_path, max_body_bytes=1000) as client:
+def test_a_body_over_the_cap_is_413_whether_declared_or_chunked(make_client: MakeClient) -> None:
+    with make_client(fast_settings(max_body_bytes=1000)) as client:
         declared = post_raw(client, "/api/tables", json.dumps({"game": "anemone", "name": "x" * 2000}))
         assert declared.status_code == 413 and declared.json()["code"] == "request.too_large"
         assert declared.json()["params"] == {"limit": 1000}
@@ -185,8 +174,8 @@ def test_a_seat_token_opens_at_most_four_connections(client: TestClient) -> None
             ws.__exit__(None, None, None)
 
 
-def test_spectators_are_capped_with_a_clear_refusal(tmp_path: Path) -> None:
-    with make_client(tmp_path, max_spectators=2) as client:
+def test_spectators_are_capped_with_a_clear_refusal(make_client: MakeClient) -> None:
+    with make_client(fast_settings(max_spectators=2)) as client:
         tid = create(client)["table"]["id"]
         with client.websocket_connect(f"/ws/tables/{tid}") as a, client.websocket_connect(f"/ws/tables/{tid}") as b:
             assert hello(a, None)["type"] == "welcome" and hello(b, None)["type"] == "welcome"
@@ -195,8 +184,8 @@ def test_spectators_are_capped_with_a_clear_refusal(tmp_path: Path) -> None:
                 assert refused["type"] == "error" and "spectators" in refused["reason"]
 
 
-def test_connections_per_address_per_table_are_capped(tmp_path: Path) -> None:
-    with make_client(tmp_path, max_connections_per_address_per_table=2) as client:
+def test_connections_per_address_per_table_are_capped(make_client: MakeClient) -> None:
+    with make_client(fast_settings(max_connections_per_address_per_table=2)) as client:
         made = create(client)
         tid = made["table"]["id"]
         with client.websocket_connect(f"/ws/tables/{tid}") as a, client.websocket_connect(f"/ws/tables/{tid}") as b:
@@ -205,8 +194,8 @@ def test_connections_per_address_per_table_are_capped(tmp_path: Path) -> None:
                 assert "one address" in hello(c, None)["reason"]
 
 
-def test_table_messages_are_coalesced(tmp_path: Path) -> None:
-    with make_client(tmp_path, table_message_interval_s=1.0) as client:
+def test_table_messages_are_coalesced(make_client: MakeClient) -> None:
+    with make_client(fast_settings(table_message_interval_s=1.0)) as client:
         tid = create(client, players=4)["table"]["id"]
         with client.websocket_connect(f"/ws/tables/{tid}") as ws:
             assert hello(ws, None)["type"] == "welcome"
@@ -224,7 +213,7 @@ def test_table_messages_are_coalesced(tmp_path: Path) -> None:
 
 def test_a_slow_reader_is_dropped_not_waited_for() -> None:
     async def go() -> None:
-        peer = Peer(max_outbox=3)
+        peer = Connection(max_outbox=3)
         for i in range(3):
             peer.send(str(i))
         assert not peer.closed and peer.outbox.qsize() == 3
@@ -238,7 +227,7 @@ def test_a_slow_reader_is_dropped_not_waited_for() -> None:
 
 def test_a_connection_outbox_keeps_order_and_wakes_its_writer() -> None:
     async def go() -> None:
-        peer = Peer()
+        peer = Connection()
         got: list[str | None] = []
 
         async def writer() -> None:
@@ -249,7 +238,7 @@ def test_a_connection_outbox_keeps_order_and_wakes_its_writer() -> None:
         task = asyncio.create_task(writer())
         await asyncio.sleep(0)  # the writer waits on an empty outbox
         peer.send("a")
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # not a wait: one turn of the loop, in which the writer takes it
         assert got == ["a"]
         for text in ("b", "c", "d"):  # queued in one step: delivered in order
             peer.send(text)
@@ -265,42 +254,32 @@ def test_a_connection_outbox_keeps_order_and_wakes_its_writer() -> None:
 # -- 6. expiry, creation limit, paging ----------------------------------------------------------------------
 
 
-def wait_for(client: TestClient, tid: str, status: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        table: dict[str, Any] = client.get(f"/api/tables/{tid}").json()
-        if table["status"] == status:
-            return table
-        time.sleep(0.05)
-    raise AssertionError(f"table {tid} never became {status}")
-
-
-def test_an_open_table_nobody_visits_closes(tmp_path: Path) -> None:
-    with make_client(tmp_path, open_table_idle_s=0.3, expiry_check_s=0.05) as client:
+def test_an_open_table_nobody_visits_closes(make_client: MakeClient) -> None:
+    with make_client(fast_settings(open_table_idle_s=0.3, expiry_check_s=0.05)) as client:
         visited = create(client)["table"]["id"]
         idle = create(client)["table"]["id"]
         with client.websocket_connect(f"/ws/tables/{visited}") as ws:
             assert hello(ws, None)["type"] == "welcome"
-            wait_for(client, idle, "closed")
+            wait_status(client, idle, ("closed",), 20)
             assert client.get(f"/api/tables/{visited}").json()["status"] == "open"
         assert [t["id"] for t in client.get("/api/tables").json()] == [visited]
         assert client.post(f"/api/tables/{idle}/join", json={"name": "late"}).status_code == 404
 
 
-def test_a_table_in_play_with_nobody_left_ends_as_abandoned(tmp_path: Path) -> None:
-    with make_client(tmp_path, abandon_after_s=0.3, expiry_check_s=0.05, anemone_bot_delay_ms=60_000) as client:
+def test_a_table_in_play_with_nobody_left_ends_as_abandoned(make_client: MakeClient) -> None:
+    with make_client(fast_settings(abandon_after_s=0.3, expiry_check_s=0.05, anemone_bot_delay_ms=60_000)) as client:
         made = create(client, seats=[{"kind": "open"}, {"kind": "bot", "bot": "random"}], grace_seconds=0)
         tid = made["table"]["id"]
         assert client.post(f"/api/tables/{tid}/start", json={"token": made["token"]}).status_code == 200
-        table = wait_for(client, tid, "abandoned")
+        table = wait_status(client, tid, ("abandoned",), 20)
         assert table["winners"] is None and table["totals"] == [0, 0]
         assert [t["id"] for t in client.get("/api/finished").json()] == [tid]
         record = client.get(f"/api/tables/{tid}/record")
         assert record.status_code == 200 and len(record.json()["hands"]) == 1
 
 
-def test_table_creation_is_limited_per_address(tmp_path: Path) -> None:
-    with make_client(tmp_path, creates_per_minute=0.0, create_burst=2) as client:
+def test_table_creation_is_limited_per_address(make_client: MakeClient) -> None:
+    with make_client(fast_settings(creates_per_minute=0.0, create_burst=2)) as client:
         create(client)
         create(client)
         refused = client.post("/api/tables", json={"game": "anemone"})
@@ -308,8 +287,8 @@ def test_table_creation_is_limited_per_address(tmp_path: Path) -> None:
         assert refused.json()["params"] == {"rate": "0"}
 
 
-def test_tables_are_listed_in_pages(tmp_path: Path) -> None:
-    with make_client(tmp_path, page_size=2) as client:
+def test_tables_are_listed_in_pages(make_client: MakeClient) -> None:
+    with make_client(fast_settings(page_size=2)) as client:
         made = [create(client)["table"]["id"] for _ in range(5)]
         seen: list[str] = []
         cursor = None
@@ -332,11 +311,11 @@ def test_tables_are_listed_in_pages(tmp_path: Path) -> None:
 def test_per_address_buckets_forget_refilled_addresses_and_keep_busy_ones() -> None:
     """The lobby-read limiter's memory follows the addresses seen lately: refilled buckets are forgotten when the
     count doubles; an address still waiting keeps its bucket (else it could read again at once)."""
-    idle = AddressBuckets(rate=1e9, burst=2)
+    idle = TokenBuckets(rate=1e9, burst=2)
     for i in range(5000):
         assert idle.take(f"10.0.{i // 256}.{i % 256}") == 0
-    assert len(idle.buckets) <= AddressBuckets.FORGET_AT
-    busy = AddressBuckets(rate=0.001, burst=1)
+    assert len(idle.buckets) <= TokenBuckets.FORGET_AT
+    busy = TokenBuckets(rate=0.001, burst=1)
     assert busy.take("10.9.9.9") == 0 and busy.take("10.9.9.9") == 1000
     for i in range(3000):
         busy.take(f"10.1.{i // 256}.{i % 256}")
@@ -350,7 +329,7 @@ def test_the_sqlite_log_is_bounded_and_truncated(tmp_path: Path) -> None:
     db = tmp_path / "wal.db"
 
     async def go() -> None:
-        from cardtable.server.storage.store import SeatRow, TableRow
+        from cardtable.server.storage.rows import SeatRow, TableRow
 
         store = await Store.open(f"sqlite+aiosqlite:///{db}")
         try:
@@ -401,17 +380,15 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     proc = subprocess.Popen([sys.executable, "-m", "cardtable", "serve", "--port", str(port), "--db",
                              f"sqlite+aiosqlite:///{db}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 90
-        while True:
+        def answers() -> bool:
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=1) as probe:
                     probe.sendall(b"GET /api/games HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-                    if probe.recv(12).startswith(b"HTTP/1.1 200"):
-                        break
+                    return probe.recv(12).startswith(b"HTTP/1.1 200")
             except OSError:
-                pass
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.1)
+                return False
+
+        wait_for(answers, 90, "the server to start", every=0.1)
         yield port
     finally:
         proc.terminate()
@@ -433,6 +410,7 @@ def closed_within(sock: socket.socket, seconds: float) -> bytes:
     return got
 
 
+@pytest.mark.slow  # a real server process; waits out the request timeout
 def test_half_sent_requests_are_closed_after_the_request_timeout(live: int) -> None:
     head = socket.create_connection(("127.0.0.1", live))
     head.sendall(b"GET /api/games HTTP/1.1\r\nHost: t\r\n")
@@ -445,6 +423,7 @@ def test_half_sent_requests_are_closed_after_the_request_timeout(live: int) -> N
             assert b"200" not in closed_within(sock, 6.0)
 
 
+@pytest.mark.slow  # a real server process; waits out keep-alive
 def test_an_idle_keep_alive_connection_is_closed_after_keep_alive_s(live: int) -> None:
     """Between requests the request timeout does not run: ``keep_alive_s`` (2 here; uvicorn's own default is 5)
     closes a connection that stays idle after its answer."""
@@ -455,6 +434,7 @@ def test_an_idle_keep_alive_connection_is_closed_after_keep_alive_s(live: int) -
         closed_within(sock, 4.0)
 
 
+@pytest.mark.slow  # a real server process
 def test_a_huge_head_or_declared_body_is_refused_at_once(live: int) -> None:
     with socket.create_connection(("127.0.0.1", live)) as sock:
         sock.sendall(b"GET /api/games HTTP/1.1\r\nHost: t\r\nX-Big: " + b"a" * 20_000 + b"\r\n\r\n")
@@ -473,8 +453,18 @@ def test_a_huge_head_or_declared_body_is_refused_at_once(live: int) -> None:
         assert answer.startswith(b"HTTP/1.1 413") and b"request.too_large" in answer
 
 
+@pytest.mark.slow  # a real server process
 def test_connections_per_address_are_capped(live: int) -> None:
-    time.sleep(0.2)  # connections of earlier tests are gone
+    def served() -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", live)) as again:
+                again.sendall(b"GET /api/games HTTP/1.1\r\nHost: t\r\n\r\n")
+                again.settimeout(5.0)
+                return again.recv(12) == b"HTTP/1.1 200"
+        except OSError:  # refused: closed connections not released yet
+            return False
+
+    wait_for(served, 10, "the connections of earlier tests to be released")
     held = [socket.create_connection(("127.0.0.1", live)) for _ in range(6)]
     try:
         with socket.create_connection(("127.0.0.1", live)) as extra:
@@ -483,8 +473,4 @@ def test_connections_per_address_are_capped(live: int) -> None:
     finally:
         for sock in held:
             sock.close()
-    time.sleep(0.2)
-    with socket.create_connection(("127.0.0.1", live)) as again:
-        again.sendall(b"GET /api/games HTTP/1.1\r\nHost: t\r\n\r\n")
-        again.settimeout(5.0)
-        assert again.recv(12) == b"HTTP/1.1 200"
+    wait_for(served, 10, "a new connection served once the held ones are closed")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +11,6 @@ from starlette.testclient import TestClient
 from cardtable.refusals import PARAMS
 from cardtable.server.core.settings import Settings
 from cardtable.server.edge.app import create_app
-
-
-@pytest.fixture
-def client(tmp_path: Path) -> Iterator[TestClient]:
-    settings = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)
-    with TestClient(create_app(f"sqlite+aiosqlite:///{tmp_path / 'lobby.db'}", settings)) as c:
-        yield c
 
 
 def create(client: TestClient, **body: Any) -> dict[str, Any]:
@@ -159,7 +151,7 @@ def test_leave_after_start_a_bot_plays_to_the_end(client: TestClient) -> None:
 async def _sleep() -> None:
     import asyncio
 
-    await asyncio.sleep(0.02)
+    await asyncio.sleep(0.02)  # not a wait: a slow step, injected
 
 
 def page_ids(client: TestClient, status: str, **params: Any) -> tuple[list[str], str | None]:

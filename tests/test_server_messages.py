@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cardtable.refusals import CODES, PARAMS
-from cardtable.server.core import messages
+from cardtable.server.core import limits, messages
 from cardtable.server.core.tokens import hash_token, new_token, token_matches
 
 
@@ -58,7 +58,7 @@ def test_junk_is_a_message_error_or_a_message(data: str | bytes) -> None:
 
 
 def test_rate_limiter_allows_a_burst_then_the_rate() -> None:
-    limiter = messages.RateLimiter(rate=0.0, burst=5)
+    limiter = limits.TokenBucket(rate=0.0, burst=5)
     assert [limiter.allow() for _ in range(7)] == [True] * 5 + [False] * 2
 
 

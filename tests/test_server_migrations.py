@@ -9,7 +9,8 @@ from sqlalchemy import inspect
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from cardtable.server.storage.store import Store, alembic_config
+from cardtable.server.storage.migrate import alembic_config
+from cardtable.server.storage.store import Store
 
 ACCOUNT_TABLES = {"accounts", "sessions", "ratings", "rating_history", "player_stats", "seat_accounts", "match_seats",
                   "server_keys"}

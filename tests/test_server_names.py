@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import doctest
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -25,7 +24,9 @@ from cardtable.server.core.settings import Settings
 from cardtable.server.edge.app import create_app
 from cardtable.server.players import names
 from cardtable.server.storage import players_schema as ps
-from cardtable.server.storage.store import Store, alembic_config
+from cardtable.server.storage.migrate import alembic_config
+from cardtable.server.storage.store import Store
+from clients import MakeClient, fast_settings
 
 ORIGIN = {"Origin": "http://testserver"}
 PASSWORD = "correct horse battery"
@@ -43,18 +44,15 @@ pytestmark = pytest.mark.usefixtures("cheap_hashes")  # conftest.py: real Argon2
 
 
 @pytest.fixture
-def client(db_url: str) -> Iterator[TestClient]:
+def client(make_client: MakeClient, db_url: str) -> TestClient:
     """A server on SQLite, then on PostgreSQL; a 500 comes back as a response, not as an exception."""
-    settings = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)
-    with TestClient(create_app(db_url, settings), raise_server_exceptions=False) as c:
-        yield c
+    return make_client(fast_settings(), db_url, raise_server_exceptions=False)
 
 
 @pytest.fixture
-def lite(tmp_path: Path) -> Iterator[TestClient]:
+def lite(make_client: MakeClient) -> TestClient:
     """A server on SQLite only, for the many name cases that never reach the database."""
-    with TestClient(create_app(f"sqlite+aiosqlite:///{tmp_path / 'names.db'}"), raise_server_exceptions=False) as c:
-        yield c
+    return make_client(raise_server_exceptions=False)
 
 
 def sign_up(client: TestClient, name: str) -> Any:

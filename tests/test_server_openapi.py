@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import httpx
@@ -19,9 +18,11 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 
+from polling import wait_for
 from services import free_port
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+              pytest.mark.slow]  # a real server process, every route fuzzed
 
 
 
@@ -35,15 +36,14 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                             stderr=subprocess.PIPE)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
+
+        def answers() -> bool:
             try:
-                if httpx.get(f"{base}/api/games", timeout=1).status_code == 200:
-                    break
+                return httpx.get(f"{base}/api/games", timeout=1).status_code == 200
             except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+                return False
+
+        wait_for(answers, 90, "the server to answer", every=0.1)
         yield base
     finally:
         proc.terminate()

@@ -7,8 +7,6 @@ nobody's rating (``docs/protocol.md``, "Ratings")."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,18 +19,18 @@ from cardtable.server.edge.app import create_app
 from cardtable.server.storage import players_schema as ps
 from cardtable.server.storage import schema
 from cardtable.server.table.owner import hand_seed
+from clients import query
+from polling import wait_results, wait_status
 
 ORIGIN = {"Origin": "http://testserver"}
-SETTINGS = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)
 TWO_ANEMONE = {"players": 2, "rounds": 1}
 
 pytestmark = pytest.mark.usefixtures("cheap_hashes")  # conftest.py: real Argon2id, small parameters
 
 
 @pytest.fixture
-def client(db_url: str) -> Iterator[TestClient]:
-    with TestClient(create_app(db_url, SETTINGS)) as c:
-        yield c
+def client(db_client: TestClient) -> TestClient:
+    return db_client
 
 
 def sign_up(client: TestClient, name: str) -> dict[str, str]:
@@ -50,45 +48,12 @@ def as_(client: TestClient, cookies: dict[str, str] | None) -> TestClient:
     return client
 
 
-def query(client: TestClient, statement: Any) -> list[Any]:
-    store = client.app.state.store  # type: ignore[attr-defined]
-
-    async def go() -> list[Any]:
-        async with store.engine.connect() as conn:
-            return list((await conn.execute(statement)).all())
-
-    return client.portal.call(go)  # type: ignore[union-attr]
-
-
 def account_id(client: TestClient, name: str) -> int:
     return int(query(client, select(ps.accounts.c.id).where(ps.accounts.c.name == name))[0][0])
 
 
 def ratings_of(client: TestClient, ident: int) -> list[Any]:
     return query(client, select(ps.ratings).where(ps.ratings.c.account_id == ident))
-
-
-def wait_status(client: TestClient, table_id: str, statuses: tuple[str, ...] = ("finished",),
-                timeout_s: float = 120) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        table: dict[str, Any] = client.get(f"/api/tables/{table_id}").json()
-        if table["status"] in statuses:
-            return table
-        time.sleep(0.1)
-    raise AssertionError(f"table {table_id} never reached {statuses}")
-
-
-def wait_results(client: TestClient, table_id: str, seats: int, timeout_s: float = 30) -> list[Any]:
-    """The table's ``match_seats`` rows once all ``seats`` are stored."""
-    m = ps.match_seats
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        rows = query(client, select(m).where(m.c.table_id == table_id).order_by(m.c.seat))
-        if len(rows) == seats:
-            return rows
-        time.sleep(0.1)
-    raise AssertionError(f"table {table_id}: its results were never stored")
 
 
 def play_to_the_end(client: TestClient, table_id: str, token: str, start: bool = False) -> None:

@@ -4,29 +4,24 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
 from cardtable.server.core.settings import Settings
-from cardtable.server.edge.app import create_app
+from clients import MakeClient, fast_settings
+from polling import wait_status
 
 
-def make_client(tmp_path: Path, **knobs: float) -> TestClient:
-    settings = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0, default_grace_s=60,
-                        play_now_start_s=60, solo_start_s=60)
-    for key, value in knobs.items():
-        setattr(settings, key, value)
-    return TestClient(create_app(f"sqlite+aiosqlite:///{tmp_path / 'play.db'}", settings))
+def play_settings(**knobs: float) -> Settings:
+    """:func:`fast_settings` with 60 s of grace and before Play now and solo tables start; ``knobs`` override."""
+    return fast_settings(**{"default_grace_s": 60, "play_now_start_s": 60, "solo_start_s": 60, **knobs})
 
 
 @pytest.fixture
-def client(tmp_path: Path) -> Iterator[TestClient]:
-    with make_client(tmp_path) as c:
-        yield c
+def client(make_client: MakeClient) -> TestClient:
+    return make_client(play_settings())
 
 
 def play(client: TestClient, game: str, name: str) -> dict[str, Any]:
@@ -34,13 +29,6 @@ def play(client: TestClient, game: str, name: str) -> dict[str, Any]:
     assert response.status_code == 200, response.text
     data: dict[str, Any] = response.json()
     return data
-
-
-def wait_for(check: Callable[[], bool], seconds: float = 30.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 @pytest.mark.parametrize(("game", "bot"), [("nerts", "greedy:medium"), ("anemone", "ismcts:medium")])
@@ -77,12 +65,12 @@ def test_play_now_refuses_an_unknown_game(client: TestClient) -> None:
 
 
 @pytest.mark.parametrize("game", ["nerts", "anemone"])
-def test_a_play_now_table_starts_by_itself(tmp_path: Path, game: str) -> None:
-    with make_client(tmp_path, play_now_start_s=0.4) as client:
+def test_a_play_now_table_starts_by_itself(make_client: MakeClient, game: str) -> None:
+    with make_client(play_settings(play_now_start_s=0.4)) as client:
         made = play(client, game, "ana")
         tid = made["table"]["id"]
         assert made["table"]["status"] == "open"
-        wait_for(lambda: client.get(f"/api/tables/{tid}").json()["status"] == "playing")
+        wait_status(client, tid, ("playing",), 30)
         table = client.get(f"/api/tables/{tid}").json()
         assert table["starts_at"] is None and not any(s.get("replaceable") for s in table["seats"])
         late = client.post(f"/api/tables/{tid}/join", json={"name": "bo"})
@@ -140,17 +128,17 @@ def test_a_table_with_only_bots_besides_its_creator_starts_when_the_creator_conn
     assert again.status_code == 409 and again.json()["code"] == "table.started"
 
 
-def test_a_table_with_only_bots_besides_its_creator_starts_anyway_after_a_wait(tmp_path: Path) -> None:
-    with make_client(tmp_path, solo_start_s=0.3) as client:
+def test_a_table_with_only_bots_besides_its_creator_starts_anyway_after_a_wait(make_client: MakeClient) -> None:
+    with make_client(play_settings(solo_start_s=0.3)) as client:
         body = {"game": "nerts", "options": {"players": 2}, "seats": [{"kind": "bot", "bot": "greedy:easy"},
                                                                        {"kind": "open"}]}
         made = client.post("/api/tables", json=body).json()
         tid = made["table"]["id"]
         assert made["seat"] == 1
-        wait_for(lambda: client.get(f"/api/tables/{tid}").json()["status"] == "playing")
+        wait_status(client, tid, ("playing",), 30)
         manual = client.post("/api/tables", json={**body, "autostart": False}).json()
         waiting = client.post("/api/tables", json={**body, "seats": [{"kind": "open"}, {"kind": "open"}]}).json()
-        time.sleep(0.6)
+        time.sleep(0.6)  # not a wait: twice solo_start_s, in which neither may start
         for other in (manual, waiting):
             table = client.get(f"/api/tables/{other['table']['id']}").json()
             assert table["status"] == "open" and table["starts_at"] is None
@@ -190,16 +178,16 @@ def test_games_give_each_bot_a_level_word(client: TestClient) -> None:
     assert games["nerts"]["play_now_bot"] == "greedy:medium" and games["anemone"]["play_now_bot"] == "ismcts:medium"
 
 
-def test_a_waiting_table_of_one_person_and_bots_still_starts_after_a_restart(tmp_path: Path) -> None:
-    with make_client(tmp_path) as client:
+def test_a_waiting_table_of_one_person_and_bots_still_starts_after_a_restart(make_client: MakeClient) -> None:
+    with make_client(play_settings()) as client:
         made = play(client, "nerts", "ana")
         tid = made["table"]["id"]
         assert made["table"]["status"] == "open"
-    with make_client(tmp_path, solo_start_s=0.3) as client:
+    with make_client(play_settings(solo_start_s=0.3)) as client:
         table = client.get(f"/api/tables/{tid}").json()
         assert table["status"] == "open" and not any(s.get("replaceable") for s in table["seats"])
         assert table["starts_at"] is not None
-        wait_for(lambda: client.get(f"/api/tables/{tid}").json()["status"] == "playing")
+        wait_status(client, tid, ("playing",), 30)
 
 
 def test_play_now_leaves_custom_tables_to_the_people_they_were_made_for(client: TestClient) -> None:

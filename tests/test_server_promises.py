@@ -14,9 +14,10 @@ import pytest
 from cardtable.replay import fold
 from cardtable.server.core.settings import Settings
 from cardtable.server.lobby.manager import Manager
-from cardtable.server.storage.store import SeatRow, Store, TableRow, record_of
-from cardtable.server.table.actions import Play
-from cardtable.server.table.connections import Peer
+from cardtable.server.storage.rows import SeatRow, TableRow, record_of
+from cardtable.server.storage.store import Store
+from cardtable.server.table.actions import QueuedAction
+from cardtable.server.table.connections import Connection
 from cardtable.server.table.owner import Table
 from polling import until
 
@@ -46,17 +47,17 @@ async def test_an_action_is_acknowledged_only_once_stored(store: Store, monkeypa
     manager = await Manager.open(store, SETTINGS)
     try:
         table, _ = await two_person_nerts(manager)
-        slow_commit = store._commit
+        slow_commit = store._writer._commit
 
         async def commit_later(batch: Any) -> Any:
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.2)  # not a wait: the slow commit under test
             return await slow_commit(batch)
 
-        monkeypatch.setattr(store, "_commit", commit_later)
-        peer = Peer()
-        table.attach(peer, 0)
+        monkeypatch.setattr(store._writer, "_commit", commit_later)
+        connection = Connection()
+        table.attach(connection, 0)
         future: asyncio.Future[tuple[bool, Any]] = asyncio.get_running_loop().create_future()
-        table.submit_play(Play(0, {"type": "flip"}, peer=peer, seq=1, future=future))
+        table.submit_action(QueuedAction(0, {"type": "flip"}, connection=connection, seq=1, future=future))
         ok, version = await future
         assert ok and version == 1
         rows = await store.load_tables(table_id=table.id, with_hands=True)
@@ -83,8 +84,8 @@ async def test_the_left_mark_is_stored_and_cleared_across_restarts(url: str) -> 
         table = manager.tables[tid]
         assert table.seats[0].row.left and table.seats[0].standin == "greedy:medium"
         assert table.seats[1].standin is None
-        peer = Peer()
-        await manager.hello(table, peer, tokens[0])
+        connection = Connection()
+        await manager.hello(table, connection, tokens[0])
         assert table.seats[0].standin is None
         store, manager = await restart(store, url, manager)
         table = manager.tables[tid]
@@ -101,9 +102,9 @@ async def test_the_hand_clock_resumes_after_a_restart(url: str) -> None:
     tid = table.id
     loop = asyncio.get_running_loop()
     for _ in range(2):
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.3)  # not a wait: the hand's clock must move on 300 ms between the flips
         future: asyncio.Future[tuple[bool, Any]] = loop.create_future()
-        table.submit_play(Play(0, {"type": "flip"}, future=future))
+        table.submit_action(QueuedAction(0, {"type": "flip"}, future=future))
         assert (await future)[0]
     last_ms = table.last_ms
     assert last_ms >= 600
@@ -167,13 +168,13 @@ async def test_close_commits_the_writes_still_queued(url: str, monkeypatch: pyte
                                       grace_seconds=60, created="2026-01-01T00:00:00Z",
                                       seats=[SeatRow(0, "bot", "b", "greedy:medium")]))
     await store.insert_hand("q", 0, {"packs": []})
-    commit = store._commit
+    commit = store._writer._commit
 
     async def slow_commit(batch: Any) -> Any:  # a batch still in flight when the queue is already empty
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)  # not a wait: the slow commit under test
         return await commit(batch)
 
-    monkeypatch.setattr(store, "_commit", slow_commit)
+    monkeypatch.setattr(store._writer, "_commit", slow_commit)
     pending: list[Awaitable[None]] = [store.insert_actions("q", 0, [(i, 0, i, {"type": "flip"})]) for i in range(50)]
     pending.append(store.update_status("q", "finished", finished="2026-01-01T00:01:00Z", hands_played=1,
                                        totals=[1, 2], winners=[1]))

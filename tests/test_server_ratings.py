@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -23,12 +22,14 @@ from cardtable import records
 from cardtable.replay import fold
 from cardtable.server.core.settings import Settings
 from cardtable.server.edge.app import create_app
-from cardtable.server.players import accounts
+from cardtable.server.players import accounts, sessions
 from cardtable.server.players.leaderboards import play_now_bot
 from cardtable.server.players.results import MatchResult, SeatResult, record_results
 from cardtable.server.storage import players_schema as ps
 from cardtable.server.storage.store import Store
 from cardtable.server.table.match_results import match_result, record_finished
+from clients import query
+from polling import wait_for, wait_results, wait_status
 
 BOTS = ["greedy:easy", "greedy:medium", "greedy:hard"]
 ORIGIN = {"Origin": "http://testserver"}
@@ -166,20 +167,16 @@ def test_stored_ratings_equal_openskill_computed_directly(db_url: str) -> None:
 
 
 @pytest.fixture
-def client(db_url: str) -> Iterator[TestClient]:
-    settings = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)
-    with TestClient(create_app(db_url, settings)) as c:
-        yield c
+def client(db_client: TestClient) -> TestClient:
+    """This module's server: on SQLite, then on PostgreSQL (conftest.py)."""
+    return db_client
 
 
-def wait_finished(client: TestClient, table_id: str, timeout_s: float = 120) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        table: dict[str, Any] = client.get(f"/api/tables/{table_id}").json()
-        if table["status"] == "finished":
-            return table
-        time.sleep(0.2)
-    raise AssertionError(f"table {table_id} did not finish")
+def page_with_games(client: TestClient, name: str) -> dict[str, Any] | None:
+    """The player's page once it shows a game (``None`` before), for :func:`wait_for`."""
+    recorded_so_far()
+    page: dict[str, Any] = client.get(f"/api/players/{name}").json()
+    return page if page["games"] else None
 
 
 def play_out(client: TestClient, table_id: str, token: str) -> None:
@@ -206,11 +203,8 @@ def test_a_match_against_a_bot_rates_the_player_and_the_bot(client: TestClient) 
     table_id, token = made["table"]["id"], made["token"]
     assert client.post(f"/api/tables/{table_id}/start", json={"token": token}).status_code == 200
     play_out(client, table_id, token)
-    table = wait_finished(client, table_id)
-    deadline = time.monotonic() + 30
-    while not (page := client.get("/api/players/rin").json())["games"] and time.monotonic() < deadline:
-        recorded_so_far()
-        time.sleep(0.2)
+    table = wait_status(client, table_id)
+    page = wait_for(lambda: page_with_games(client, "rin"), 30, "the match on the player's page")
     assert page["name"] == me["name"] == "Rin"
     anemone = page["games"]["anemone"]
     assert anemone["matches"] == 1 and anemone["rating"]["matches"] == 1
@@ -294,7 +288,7 @@ def test_play_now_gives_strong_players_stronger_bots(db_url: str) -> None:
             store: Store = app.state.store
             async with store.engine.connect() as conn:
                 account_id = (await conn.execute(select(ps.accounts.c.id).where(ps.accounts.c.name == name))).scalar_one()
-            return await accounts._new_session(store, account_id)
+            return await sessions.new_session(store, account_id)
 
         assert choose(None) == "greedy:medium"  # a guest keeps medium
         assert choose(portal.call(session_of, "newbie")) == "greedy:medium"  # not rated yet: medium
@@ -318,11 +312,8 @@ def test_a_nerts_match_records_calls_and_cards_left(client: TestClient) -> None:
     table_id, token = made["table"]["id"], made["token"]
     client.post(f"/api/tables/{table_id}/start", json={"token": token})
     client.post(f"/api/tables/{table_id}/leave", json={"token": token})
-    table = wait_finished(client, table_id, 240)
-    deadline = time.monotonic() + 30
-    while not (page := client.get("/api/players/sol").json())["games"] and time.monotonic() < deadline:
-        recorded_so_far()
-        time.sleep(0.2)
+    table = wait_status(client, table_id, timeout=240)
+    page = wait_for(lambda: page_with_games(client, "sol"), 30, "the match on the player's page")
     nerts = page["games"]["nerts"]
     record = client.get(f"/api/tables/{table_id}/record").json()
     hands = len(record["hands"])
@@ -345,11 +336,13 @@ def test_a_deleted_players_matches_stay(client: TestClient) -> None:
     table_id, token = made["table"]["id"], made["token"]
     client.post(f"/api/tables/{table_id}/start", json={"token": token})
     play_out(client, table_id, token)
-    wait_finished(client, table_id)
-    deadline = time.monotonic() + 30
-    while not client.get("/api/players/random/matches").json().get("matches") and time.monotonic() < deadline:
+    wait_status(client, table_id)
+
+    def matches() -> object:
         recorded_so_far()
-        time.sleep(0.2)
+        return client.get("/api/players/random/matches").json().get("matches")
+
+    wait_for(matches, 30, "the match in the bot's list")
     assert client.delete("/api/me", headers=ORIGIN).status_code == 204
     match = client.get("/api/players/random/matches").json()["matches"][0]
     assert match["table"] == table_id
@@ -496,27 +489,9 @@ def test_a_deleted_account_and_an_account_on_two_seats_are_rated_as_guests(db_ur
 # -- what a finished match stores: each seat's stats, per-account totals (server/players/results.py) --------------------
 
 
-def query(client: TestClient, statement: Any) -> list[Any]:
-    store: Store = client.app.state.store  # type: ignore[attr-defined]
-
-    async def go() -> list[Any]:
-        async with store.engine.connect() as conn:
-            return list((await conn.execute(statement)).all())
-
-    return client.portal.call(go)  # type: ignore[union-attr]
-
-
 def stored_results(client: TestClient, table_id: str, seats: int, timeout_s: float = 30) -> list[Any]:
-    """The table's ``match_seats`` rows (by seat) once all ``seats`` are stored."""
-    m = ps.match_seats
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        rows = query(client, select(m).where(m.c.table_id == table_id).order_by(m.c.seat))
-        if len(rows) == seats:
-            return rows
-        recorded_so_far()
-        time.sleep(0.1)
-    raise AssertionError(f"table {table_id}: its results were never stored")
+    """The table's ``match_seats`` rows (by seat) once all ``seats`` are stored; fails early if recording failed."""
+    return wait_results(client, table_id, seats, timeout_s, before_each=recorded_so_far)
 
 
 def replayed(client: TestClient, table_id: str) -> tuple[list[dict[str, Any]], Any]:
@@ -551,7 +526,7 @@ def test_a_partnership_nerts_match_stores_each_seats_calls_and_cards_left(client
     live = client.app.state.manager.tables[table_id]  # type: ignore[attr-defined]
     client.post(f"/api/tables/{table_id}/start", json={"token": token})
     client.post(f"/api/tables/{table_id}/leave", json={"token": token})
-    table = wait_finished(client, table_id, 240)
+    table = wait_status(client, table_id, timeout=240)
     rows = stored_results(client, table_id, 4)
     views, _ = replayed(client, table_id)
     calls = [sum(1 for v in views if v["called"] == seat) for seat in range(4)]
@@ -607,7 +582,7 @@ def test_an_anemone_match_stores_the_anemones_each_seat_took(client: TestClient)
     live = client.app.state.manager.tables[table_id]  # type: ignore[attr-defined]
     assert client.post(f"/api/tables/{table_id}/start", json={"token": token}).status_code == 200
     play_out(client, table_id, token)
-    table = wait_finished(client, table_id)
+    table = wait_status(client, table_id)
     rows = stored_results(client, table_id, 3)
     views, folded = replayed(client, table_id)
     taken = [len(faces) for faces in folded.anemones]
@@ -719,10 +694,7 @@ def test_a_nerts_hand_ended_without_a_call_and_an_abandoned_match_are_recorded(d
                 until(ws1, event("stuck"))
                 ws2.send_json({"type": "action", "seq": seq, "action": {"type": "stuck"}})
                 until(ws1, event("rotated") if seq == 1 else (lambda m: m["type"] == "hand_over"))
-        deadline = time.monotonic() + 30
-        while client.get(f"/api/tables/{table_id}").json()["status"] != "abandoned":
-            assert time.monotonic() < deadline, "the table was never abandoned"
-            time.sleep(0.1)
+        wait_status(client, table_id, ("abandoned",), 30)
         rows = stored_results(client, table_id, 2)
         views, _ = replayed(client, table_id)
         assert (views[0]["ended"], views[0]["called"]) == ("stuck", None)
@@ -747,18 +719,15 @@ def test_a_nerts_match_abandoned_in_its_first_hand_is_recorded(db_url: str) -> N
             started = client.post(f"/api/tables/{other['table']['id']}/start", json={"token": other["token"]})
             assert started.status_code == 200  # in play, then abandoned: kept, unlike a table nobody joined
         made_at = accounts.now_iso()
-        while accounts.now_iso() == made_at:  # this table is then made a second later: listed after the others
-            time.sleep(0.05)
+        # this table is then made a second later: listed after the others
+        wait_for(lambda: accounts.now_iso() != made_at, 5, "the clock's next second")
         made = client.post("/api/tables", headers=ORIGIN, json={
             "game": "nerts", "options": {"players": 2, "nerts_pile_size": pile}, "name": "Xia", "autostart": False,
             "grace_seconds": 0, "seats": [{"kind": "open"}, {"kind": "open"}]}).json()
         table_id, token = made["table"]["id"], made["token"]
         client.post(f"/api/tables/{table_id}/join", headers=ORIGIN, json={"name": "Yan"})
         assert client.post(f"/api/tables/{table_id}/start", json={"token": token}).status_code == 200
-        deadline = time.monotonic() + 30
-        while client.get(f"/api/tables/{table_id}").json()["status"] != "abandoned":
-            assert time.monotonic() < deadline, "the table was never abandoned"
-            time.sleep(0.1)
+        wait_status(client, table_id, ("abandoned",), 30)
         rows = stored_results(client, table_id, 2)
         views, _ = replayed(client, table_id)
         assert len(views) == 1 and not views[0]["over"]

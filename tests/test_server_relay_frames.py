@@ -1,4 +1,4 @@
-"""How the processes of a cluster talk (``server/cluster/relay.py``), on a real Redis: what one process queues for another in
+"""How the processes of a cluster talk (``server/cluster/mailbox.py``, ``server/cluster/relay.py``), on a real Redis: what one process queues for another in
 one loop turn is published as few pub/sub messages (MessagePack arrays of at most ``MAX_FRAMES``), the texts an
 owner sends one relayed connection in a row travel as one ``out``, and the origin hands each text, unchanged and in
 order, to its connection's outbox, which drops a slow reader as a direct connection's does. A publish that fails
@@ -15,9 +15,10 @@ import pytest
 from redis.asyncio import Redis
 
 from cardtable.server.cluster import relay as relay_module
-from cardtable.server.cluster.relay import MAX_FRAMES, Mailbox, Relayed, Relays, RemoteSocket
+from cardtable.server.cluster.mailbox import MAX_FRAMES, Mailbox
+from cardtable.server.cluster.relay import OriginSide, OwnerSide, Relays
 from cardtable.server.core.errors import RECONNECT_CODE
-from cardtable.server.table.connections import Peer
+from cardtable.server.table.connections import Connection
 from polling import until
 from services import free_port
 
@@ -48,11 +49,12 @@ async def mailboxes(url: str, *names: str) -> AsyncIterator[dict[str, tuple[Mail
             box = Mailbox(redis, control, name, lost)
             boxes[name] = (box, lost)
             tasks += [asyncio.create_task(box.publish_loop()), asyncio.create_task(box.listen_loop())]
-        for _ in range(100):  # each listener subscribed
-            await asyncio.sleep(0.02)
+
+        async def subscribed() -> bool:
             numsub = dict(await clients[0].pubsub_numsub(*(f"ct:proc:{n}" for n in names)))
-            if all(numsub.get(f"ct:proc:{n}".encode()) for n in names):
-                break
+            return all(numsub.get(f"ct:proc:{n}".encode()) for n in names)
+
+        await until(subscribed, 10, "each listener subscribed", every=0.02)
         yield boxes
     finally:
         for task in tasks:
@@ -94,28 +96,28 @@ async def test_messages_for_one_process_travel_together_in_order_and_unchanged(r
 async def test_an_owner_s_texts_in_a_row_travel_as_one_out_and_reach_the_outbox_in_order(redis_url: str) -> None:
     async with mailboxes(redis_url, "origin", "owner") as boxes:
         origin, owner = Relays(boxes["origin"][0]), Relays(boxes["owner"][0])
-        peer = Peer(max_outbox=1000)
-        origin.relays["c1"] = Relayed(peer, "t1", "owner")
+        connection = Connection(max_outbox=1000)
+        origin.origin_sides["c1"] = OriginSide(connection, "t1", "owner")
         outs: list[dict[str, Any]] = []
         handle_out = origin.mailbox.handlers["out"]
         origin.mailbox.handlers["out"] = lambda body: (outs.append(body), handle_out(body))  # type: ignore[func-returns-value]
-        remote = RemoteSocket(owner, "origin", "c1")
+        remote = OwnerSide(owner, "origin", "c1")
         texts = [f'{{"type":"update","v":{i}}}' for i in range(700)]
         for text in texts[:300]:
             await remote.send_text(text)
         owner.mailbox.send("origin", {"op": "opened", "conn": "c9"})  # another connection's message between
         for text in texts[300:]:
             await remote.send_text(text)
-        await until(lambda: peer.outbox.qsize() == len(texts))
-        assert [peer.outbox.get_nowait() for _ in texts] == texts
+        await until(lambda: connection.outbox.qsize() == len(texts))
+        assert [connection.outbox.get_nowait() for _ in texts] == texts
         assert [len(body["data"]) for body in outs] == [300, 400]
-        assert origin.relays["c1"].answered
+        assert origin.origin_sides["c1"].answered
         await remote.close(4000)  # the owner closes: the origin's peer closes with that code, after what is queued
-        await until(lambda: peer.closed)
-        assert peer.close_code == 4000 and peer.outbox.get_nowait() is None
+        await until(lambda: connection.closed)
+        assert connection.close_code == 4000 and connection.outbox.get_nowait() is None
         await remote.send_text("too late")  # nothing is sent after the close
-        await asyncio.sleep(0.2)
-        assert peer.outbox.empty()
+        await asyncio.sleep(0.2)  # not a wait: time in which nothing may arrive
+        assert connection.outbox.empty()
 
 
 class SlowSocket:
@@ -149,21 +151,21 @@ async def test_a_slow_relayed_reader_is_dropped_and_the_owner_told(redis_url: st
         await until(lambda: opened)
         conn = opened[0]["conn"]
         assert opened[0]["table"] == "t1" and opened[0]["from"] == "origin" and opened[0]["address"] == "1.2.3.4"
-        remote = RemoteSocket(owner, "origin", conn)
-        owner.remotes[conn] = remote
+        remote = OwnerSide(owner, "origin", conn)
+        owner.owner_sides[conn] = remote
         await remote.send_text("m0")
-        relayed = origin.relays[conn]
-        await until(lambda: relayed.answered and relayed.peer.outbox.empty())  # the writer took it: a slow socket
+        relayed = origin.origin_sides[conn]
+        await until(lambda: relayed.answered and relayed.connection.outbox.empty())  # the writer took it: a slow socket
         for i in range(1, 5):  # 3 wait, then one too many: what waits is dropped and the connection closed
             await remote.send_text(f"m{i}")
-        await until(lambda: relayed.peer.closed)
-        assert relayed.peer.outbox.qsize() == 1  # only the close left
+        await until(lambda: relayed.connection.closed)
+        assert relayed.connection.outbox.qsize() == 1  # only the close left
         socket.go.set()
         await asyncio.wait_for(relay, 10)
         assert socket.sent == ["m0"] and socket.closed == 1000  # what waited is dropped, as for a direct connection
         event = await asyncio.wait_for(remote.receive(), 10)  # the owner's side ends: "bye"
         assert event["type"] == "websocket.disconnect"
-        assert conn not in origin.relays
+        assert conn not in origin.origin_sides
 
 
 async def test_a_relay_the_owner_never_answers_closes_to_reconnect(redis_url: str,
@@ -184,13 +186,13 @@ async def test_a_failed_publish_resets_the_relays(redis_url: str) -> None:
     box = Mailbox(redis, control, "origin", lost)
     relays = Relays(box)
     box.on_lost = lambda: (lost(), relays.reset())  # type: ignore[func-returns-value]
-    peer = Peer()
-    relays.relays["c1"] = Relayed(peer, "t1", "owner")
+    connection = Connection()
+    relays.origin_sides["c1"] = OriginSide(connection, "t1", "owner")
     publisher = asyncio.create_task(box.publish_loop())
     try:
         box.send("owner", {"op": "in", "conn": "c1", "data": "x"})
         await until(lambda: lost.count >= 1)
-        assert peer.closed and peer.close_code == RECONNECT_CODE  # its client reconnects
+        assert connection.closed and connection.close_code == RECONNECT_CODE  # its client reconnects
         await until(box.idle)
     finally:
         publisher.cancel()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +19,10 @@ from cardtable.server.core.errors import TableError
 from cardtable.server.core.settings import Settings
 from cardtable.server.core.tokens import hash_token
 from cardtable.server.edge.app import create_app
-from cardtable.server.players.accounts import holding_accounts, seats_of_account
+from cardtable.server.players.account_seats import holding_accounts, seats_of_account
 from cardtable.server.storage import players_schema as ps
 from cardtable.server.table.seat_accounts import bind_seat_here
+from polling import wait_for
 
 ORIGIN = {"Origin": "http://testserver"}
 SETTINGS = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)
@@ -31,9 +31,8 @@ pytestmark = pytest.mark.usefixtures("cheap_hashes")  # conftest.py: real Argon2
 
 
 @pytest.fixture
-def client(db_url: str) -> Iterator[TestClient]:
-    with TestClient(create_app(db_url, SETTINGS)) as c:
-        yield c
+def client(db_client: TestClient) -> TestClient:
+    return db_client
 
 
 def sign_up(client: TestClient, name: str) -> None:
@@ -93,10 +92,8 @@ def test_finished_tables_name_the_accounts_of_people_and_bots(client: TestClient
     for t in (token, guest["token"]):  # bots play on for both
         assert client.post(f"/api/tables/{table_id}/leave", json={"token": t}).status_code == 200
     m = ps.match_seats
-    deadline = time.monotonic() + 120
-    while len(_rows(client, select(m.c.seat).where(m.c.table_id == table_id))) < 3:  # the match's results stored
-        assert time.monotonic() < deadline, f"table {table_id}: never finished, or its results never stored"
-        time.sleep(0.2)
+    wait_for(lambda: len(_rows(client, select(m.c.seat).where(m.c.table_id == table_id))) >= 3, 120,
+             f"table {table_id} to finish and its results to be stored", every=0.2)
     finished = {t["id"]: t for t in client.get("/api/finished").json()}
     assert seat_accounts(finished[table_id]) == ["Rin", "heuristic", None], finished.get(table_id)
     assert seat_accounts(client.get("/api/tables?status=finished").json()[0]) == ["Rin", "heuristic", None]
@@ -348,10 +345,8 @@ def test_abandoned_tables_name_their_accounts_in_one_query_per_page(db_url: str)
             ids.append(made["table"]["id"])
             assert client.post(f"/api/tables/{ids[-1]}/start", json={"token": made["token"]}).status_code == 200
         m = ps.match_seats
-        deadline = time.monotonic() + 30
-        while len(_rows(client, select(m.c.seat).where(m.c.table_id.in_(ids)))) < 4:  # their results stored
-            assert time.monotonic() < deadline, f"tables {ids}: never abandoned, or their results never stored"
-            time.sleep(0.1)
+        wait_for(lambda: len(_rows(client, select(m.c.seat).where(m.c.table_id.in_(ids)))) >= 4, 30,
+                 f"tables {ids} to be abandoned and their results stored", every=0.1)
         for table_id in ids:
             shown = client.get(f"/api/tables/{table_id}").json()
             assert shown["status"] == "abandoned" and seat_accounts(shown) == ["Away", "random"], shown

@@ -14,10 +14,12 @@ import pytest
 from cardtable.engine import Action, Event, HandResult, IllegalAction, OptionSpec, View
 from cardtable.games import GameInfo
 from cardtable.server.core.settings import Settings
-from cardtable.server.storage.store import SeatRow, Store, TableRow
-from cardtable.server.table.actions import Play
-from cardtable.server.table.connections import Peer
+from cardtable.server.storage.rows import SeatRow, TableRow
+from cardtable.server.storage.store import Store
+from cardtable.server.table.actions import QueuedAction
+from cardtable.server.table.connections import Connection
 from cardtable.server.table.owner import Table
+from polling import until
 
 
 class FakeHand:
@@ -118,7 +120,7 @@ async def store(tmp_path: Path) -> AsyncIterator[Store]:
     await opened.close()
 
 
-def drain(peer: Peer) -> list[dict[str, Any]]:
+def drain(peer: Connection) -> list[dict[str, Any]]:
     out = []
     while not peer.outbox.empty():
         text = peer.outbox.get_nowait()
@@ -139,7 +141,7 @@ async def playing_table(store: Store) -> Table:
 
 async def test_clock_rotates_warns_and_ends_the_hand(store: Store) -> None:
     table = await playing_table(store)
-    peer = Peer()
+    peer = Connection()
     table.attach(peer, 0)
 
     async def start() -> None:
@@ -148,13 +150,9 @@ async def test_clock_rotates_warns_and_ends_the_hand(store: Store) -> None:
 
     await table.submit_call(start)
     future: asyncio.Future[tuple[bool, Any]] = asyncio.get_running_loop().create_future()
-    table.submit_play(Play(1, {"type": "tap"}, future=future))
+    table.submit_action(QueuedAction(1, {"type": "tap"}, future=future))
     assert (await future)[0] is True
-    for _ in range(100):
-        if table.status == "finished":
-            break
-        await asyncio.sleep(0.05)
-    assert table.status == "finished"
+    await until(lambda: table.status == "finished", 5, "the table to finish", every=0.05)
     messages = drain(peer)
     kinds = [m["type"] for m in messages]
     assert kinds.count("warning") >= 3 and all(m["kind"] == "stall" for m in messages if m["type"] == "warning")
@@ -181,14 +179,14 @@ async def test_actions_waiting_together_share_one_commit(store: Store) -> None:
     loop = asyncio.get_running_loop()
     futures = [loop.create_future() for _ in range(20)]
     for i, future in enumerate(futures):
-        table.submit_play(Play(i % 2, {"type": "tap"}, future=future))
+        table.submit_action(QueuedAction(i % 2, {"type": "tap"}, future=future))
     results = await asyncio.gather(*futures)
     assert [ok for ok, _ in results] == [True] * 20 and [v for _, v in results] == list(range(1, 21))
     assert store.commits - commits <= 2
     stored = (await store.load_tables(table_id="t1", with_hands=True))[0].hands[0].actions
     assert [(seat, action) for seat, _, action in stored] == [(i % 2, {"type": "tap"}) for i in range(20)]
     bad: asyncio.Future[tuple[bool, Any]] = loop.create_future()
-    table.submit_play(Play(0, {"type": "jump"}, future=bad))
+    table.submit_action(QueuedAction(0, {"type": "jump"}, future=bad))
     assert await bad == (False, "cannot 'jump' here")
     assert table.version == 20
     await table.stop()

@@ -7,8 +7,7 @@ import functools
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,18 +17,16 @@ from starlette.testclient import TestClient
 
 from cardtable.games import get_game
 from cardtable.refusals import CODES, PARAMS
-from cardtable.server.core.settings import Settings
-from cardtable.server.edge.app import create_app
-from cardtable.server.storage.store import TableRow
+from cardtable.server.storage.rows import TableRow
+from clients import MakeClient, fast_settings
+from polling import wait_for
 
 Message = dict[str, Any]
 
 
 @pytest.fixture
-def client(tmp_path: Path) -> Iterator[TestClient]:
-    config = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0, default_grace_s=60)
-    with TestClient(create_app(f"sqlite+aiosqlite:///{tmp_path / 'ws.db'}", config)) as c:
-        yield c
+def client(make_client: MakeClient) -> TestClient:
+    return make_client(fast_settings(default_grace_s=60))
 
 
 def create(client: TestClient, game: str, options: dict[str, Any], seats: list[dict[str, Any]],
@@ -80,12 +77,18 @@ class Player(threading.Thread):
                         action = self.policy(message["legal"], message["view"])
                         if action is not None:
                             if self.pace:
-                                time.sleep(self.pace)
+                                time.sleep(self.pace)  # not a wait: a person's pace
                             seq += 1
                             ws.send_json({"type": "action", "seq": seq, "action": action})
                             pending = True
         except BaseException as error:  # reported by the test
             self.error = error
+
+
+def connected(*players: Player) -> None:
+    """Wait until each player's connection has had its snapshot: it is in the table's audience."""
+    wait_for(lambda: all(any(m["type"] == "snapshot" for m in list(p.log)) for p in players), 30,
+             "every connection's snapshot")
 
 
 def first_legal(legal: list[Message], _view: Message) -> Message | None:
@@ -212,7 +215,7 @@ def test_two_people_and_two_bots_play_enemy_anemone_to_the_end(client: TestClien
     watcher = Player(client, tid, None, first_legal, finished)
     for p in (a, b, watcher):
         p.start()
-    time.sleep(0.3)
+    connected(a, b, watcher)
     assert client.post(f"/api/tables/{tid}/start", json={"token": made["token"]}).status_code == 200
     for p in (a, b, watcher):
         p.join(120)
@@ -240,7 +243,7 @@ def test_two_seat_anemone_draws_stay_hidden(client: TestClient) -> None:
     b = Player(client, tid, token_b, first_legal, finished)
     a.start()
     b.start()
-    time.sleep(0.3)
+    connected(a, b)
     assert client.post(f"/api/tables/{tid}/start", json={"token": token_b}).status_code == 200
     for p in (a, b):
         p.join(120)
@@ -258,7 +261,7 @@ def test_one_person_and_three_bots_play_a_nerts_hand(client: TestClient) -> None
     tid = made["table"]["id"]
     person = Player(client, tid, made["token"], nerts_policy, hand_over, pace=0.04)
     person.start()
-    time.sleep(0.3)
+    connected(person)
     assert client.post(f"/api/tables/{tid}/start", json={"token": made["token"]}).status_code == 200
     person.join(120)
     assert not person.is_alive() and person.error is None, repr(person.error)
@@ -398,7 +401,7 @@ def test_refusals_keep_the_connection_and_the_table(client: TestClient) -> None:
                 assert reply["code"] in CODES and set(reply["params"]) == set(PARAMS[reply["code"]]), reply
 
         junk_is_refused()
-        time.sleep(0.1)
+        time.sleep(0.1)  # not a wait: time for the rate limit to let one more message through
         assert ask(ws, {"type": "ping", "t": 1.0})["type"] == "pong"
     assert (table.version, json.dumps(table.state.view(None))) == before
 
@@ -412,7 +415,7 @@ def test_flooding_is_refused_but_the_connection_lives(client: TestClient) -> Non
         replies = [ws.receive_json() for _ in range(100)]
         errors = [r for r in replies if r["type"] == "error"]
         assert 20 <= len(errors) <= 45 and "too many" in errors[0]["reason"]
-        time.sleep(1.0)
+        time.sleep(1.0)  # not a wait: the time the rate limit takes to refill, part of the behaviour under test
         ws.send_json({"type": "ping", "t": 1.0})
         assert ws.receive_json()["type"] == "pong"
 
@@ -429,7 +432,7 @@ def test_a_searching_bot_plays_from_the_process_pool(client: TestClient) -> None
     tid = made["table"]["id"]
     person = Player(client, tid, made["token"], first_legal, finished)
     person.start()
-    time.sleep(0.3)
+    connected(person)
     assert client.post(f"/api/tables/{tid}/start", json={"token": made["token"]}).status_code == 200
     person.join(120)
     assert not person.is_alive() and person.error is None, repr(person.error)

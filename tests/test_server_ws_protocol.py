@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from websockets.sync.client import connect
 from cardtable.server.core.settings import Settings
 from cardtable.server.core.socket_extension import EXTENSION, burst_sender
 from cardtable.server.edge.app import create_app
+from polling import wait_for
 from services import serve_in_thread
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -110,9 +110,7 @@ def test_a_burst_is_the_same_messages_in_order_in_one_write(recorder: tuple[Reco
         ws.send("close, please")
         with pytest.raises(ConnectionClosedOK):  # the server closed: nothing more comes
             ws.recv(timeout=10)
-    deadline = time.monotonic() + 10
-    while not app.errors and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(lambda: app.errors, 10, "the failed send to be logged", every=0.02)
     assert app.writes_per_burst == [1]
     assert app.errors == ["send_texts: the WebSocket is not open for messages"]
 
@@ -143,9 +141,7 @@ def test_a_burst_to_a_client_gone_is_refused() -> None:
         ws.socket.shutdown(socket.SHUT_RDWR)
         ws.socket.close()
         assert gone.wait(10)
-        deadline = time.monotonic() + 10
-        while not outcome and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_for(lambda: outcome, 10, "the send's outcome", every=0.02)
         assert outcome == ["ClientDisconnected"]
     finally:
         running.should_exit = True
@@ -193,12 +189,12 @@ def test_a_table_plays_over_bursts(tmp_path: Path) -> None:
 
 
 def test_other_sockets_have_no_burst_send() -> None:
-    class Relayed:  # shaped like server/cluster/ownership.py's RemoteSocket: no scope
+    class OwnerSide:  # shaped like server/cluster/relay.py's OwnerSide: no scope
         pass
 
     class Plain:  # another server's scope
         def __init__(self) -> None:
             self.scope = {"type": "websocket", "extensions": {"websocket.http.response": {}}}
 
-    assert burst_sender(Relayed()) is None
+    assert burst_sender(OwnerSide()) is None
     assert burst_sender(Plain()) is None

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from starlette.websockets import WebSocket
 
     from cardtable.server.core.settings import Settings
-    from cardtable.server.storage.store import TableRow
+    from cardtable.server.storage.rows import TableRow
     from cardtable.server.table.owner import Table
 
 ServeRelayed = Callable[["Table", "WebSocket", str], Awaitable[None]]

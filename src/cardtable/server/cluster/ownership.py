@@ -1,26 +1,14 @@
-"""Several server processes on one PostgreSQL and one Redis (``docs/architecture.md``, "Several server processes").
+"""Taking and keeping tables (``docs/architecture.md``, "Several server processes": "Ownership", "Losing a lease",
+"Taking over").
 
-Each process started with ``--redis`` builds one :class:`Cluster`. It
-
-- owns tables through Redis leases (``server/cluster/lease.py``) fenced at the database (``Store.take``, ``Store.fences``):
-  a table is taken on the first request for it that finds no owner, and by a periodic sweep (so tables of bots
-  only, and clocks, resume after their owner died);
-- renews its leases every third of the lease time from a thread of its own (``LeaseKeeper``: a slow turn of the
-  event loop does not let them lapse, a loop stuck for good does); a lease it can no longer renew (expired while
-  the process was paused, Redis restarted) drops the table here: nothing more is acknowledged for it, its
-  connections are closed with :data:`RECONNECT_CODE`, and whichever process takes it next rebuilds it from its
-  record;
-- relays a connection to a table owned elsewhere through Redis pub/sub (``server/cluster/relay.py``): the client's
-  frames go to the owner, which serves them with the same connection code a direct connection runs
-  (``server/edge/ws.py``), and the owner's messages come back the same way. The client protocol does not change;
-- forwards lobby operations (join, leave, start, Play now's join) on a table owned elsewhere to its owner, and
-  serialises Play now over all processes with a Redis lock;
-- on SIGTERM (:meth:`hand_over`) stops taking tables, stops its tables, releases their leases and announces them on
-  ``ct:released`` so another process takes each at once, and closes their connections with
-  :data:`RECONNECT_CODE` (the web client reconnects on any close it did not ask for).
-
-Every message between processes is a map ``{"op": ...}`` carried by the process's :class:`~.relay.Mailbox`
-(what one loop turn queued for another process travels as one pub/sub message).
+A process owns tables through Redis leases (``server/cluster/lease.py``) fenced at the database (``Store.take``,
+``Store.fences``): a table is taken on the first request for it that finds no owner (:meth:`Ownership.locate`), by
+a periodic sweep (so tables of bots only, and clocks, resume after their owner died), and at once when another
+process lets it go (:data:`RELEASED`). The leases are renewed every third of the lease time from a thread of their
+own (``LeaseKeeper``: a slow turn of the event loop does not let them lapse, a loop stuck for good does); a lease
+that can no longer be renewed (expired while the process was paused, Redis restarted) drops the table here: nothing
+more is acknowledged for it, its connections are closed with :data:`RECONNECT_CODE`, and whichever process takes
+it next rebuilds it from its record.
 """
 
 from __future__ import annotations
@@ -28,30 +16,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import random
-import socket
 import time
-import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import Redis
 
+from cardtable.server.cluster.calls import LOBBY
 from cardtable.server.cluster.lease import LeaseKeeper, Leases
-from cardtable.server.cluster.relay import Mailbox, Relays
-from cardtable.server.core.counters import SharedLimits
+from cardtable.server.cluster.redis_clients import ALIVE_PREFIX
+from cardtable.server.cluster.relay import Relays
 from cardtable.server.core.errors import RECONNECT_CODE, TableError
+from cardtable.server.core.limits import SharedLimits
 from cardtable.server.storage.store import Store
 from cardtable.server.table.owner import Table
 from cardtable.server.table.seat_accounts import restore_seat_accounts
 
 if TYPE_CHECKING:
-    from starlette.websockets import WebSocket
-
     from cardtable.server.cluster.host import TableHost
 
 log = logging.getLogger("cardtable.server.cluster.ownership")
@@ -59,34 +44,12 @@ log = logging.getLogger("cardtable.server.cluster.ownership")
 RELEASED = "ct:released"
 """Channel on which a stopping process names each table it let go, so another process takes it at once."""
 
-LOBBY = "ct:lobby"
-"""Hash of table id -> ``TABLE`` (JSON) as its owner last published it (with every lease renewal): the lobby of
-every process shows live details (who is connected, when a table starts by itself) of tables owned elsewhere."""
-
 LIVE = ("open", "playing")
 """The statuses of a table that some process should own."""
 
 TAKE_CHUNK = 50
 """Most tables taken together (one lease script, one database transaction, one load of their records): a chunk
 is taken well within a lease time, and its tables play as soon as it is done."""
-
-REDIS_CONNECTIONS = 50
-"""Connections to Redis one process opens at most for its requests (locating tables, counting sockets, relays'
-lookups): more at once wait for a free one (5 s at most) rather than fail, as redis-py's default pool does past
-its size (a burst of reconnecting clients used to make the publisher and the lease renewals fail too)."""
-
-CONTROL_CONNECTIONS = 2
-"""Connections of a process's own client for what must not wait behind requests: the lobby's view of its tables,
-the shared counters. (The publisher has a connection of its own, with the same settings; the lease renewals a
-thread and a connection of their own, ``LeaseKeeper``.)"""
-
-ALIVE_PREFIX = "ct:alive:"
-"""``ct:alive:{process}`` exists while the process runs (renewed with its leases)."""
-
-
-def new_process_id() -> str:
-    """A process id unique over machines and restarts: ``{host}-{pid}-{random}``."""
-    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
 @dataclass(slots=True)
@@ -100,50 +63,32 @@ class ClusterSettings:
     call_timeout_s: float = 10.0
 
 
-class RemoteTable:
-    """A table owned by another process, as a lobby answer needs it: its ``id`` and ``TABLE`` (:meth:`to_dict`)."""
+class Ownership:
+    """The tables this process owns, and how it takes, keeps and lets go of them. ``redis``: the client for
+    requests; ``control``: the client of the renewals and the lobby's view (never queued behind requests);
+    ``store``: the database, whose fences follow the epochs held; ``process``: this process's id; ``relays``: the
+    relayed connections (those to a table taken here reconnect; each renewal ends those whose other end is gone);
+    ``limits``: the shared counters, refreshed with each renewal. Set :attr:`manager` before the first take."""
 
-    remote = True
-
-    def __init__(self, table: dict[str, Any]) -> None:
-        self.id: str = table["id"]
-        self.game: str = table["game"]
-        self._table = table
-
-    def to_dict(self) -> dict[str, Any]:
-        """``TABLE`` as the owner sent it."""
-        return self._table
-
-
-class Cluster:
-    """This process's part in a service of several processes. Build with :meth:`open`, then :meth:`attach` the
-    manager; :meth:`hand_over` on SIGTERM, :meth:`close` at the end."""
-
-    def __init__(self, redis: Redis, store: Store, settings: ClusterSettings, process: str,
-                 control: Redis | None = None) -> None:
+    def __init__(self, redis: Redis, control: Redis, store: Store, settings: ClusterSettings, process: str,
+                 relays: Relays, limits: SharedLimits) -> None:
         self.redis = redis
-        self.control = control or redis
-        """The client of the publisher and the renewals (:data:`CONTROL_CONNECTIONS`): never queued behind
+        self.control = control
+        """The client of the publisher and the renewals (``CONTROL_CONNECTIONS``): never queued behind
         requests."""
         self.store = store
         self.settings = settings
         self.process = process
+        self.relays = relays
+        """The connections relayed between this process and the others, both sides."""
+        self.limits = limits
+        """Per-address limits counted over every process (``server/core/limits.py``)."""
         self.leases = Leases(redis, process, settings.lease_ms)
-        self._renewals = Leases(self.control, process, settings.lease_ms)
-        self.limits = SharedLimits(redis, settings.lease_ms * 2, self.control)
-        """Per-address limits counted over every process (``server/core/counters.py``)."""
+        self._renewals = Leases(control, process, settings.lease_ms)
         self.manager: TableHost | None = None
         self.owned: dict[str, int] = {}
         """Tables this process owns -> their epoch."""
         self.draining = False
-        self.mailbox = Mailbox(redis, self.control, process, self._lost)
-        """Messages to and from the other processes (``server/cluster/relay.py``)."""
-        self.relays = Relays(self.mailbox)
-        """The connections relayed between this process and the others, both sides."""
-        self.mailbox.handlers.update(call=self._call_in, reply=self._reply)
-        self.mailbox.channels[RELEASED] = self._on_released
-        self.calls: dict[str, asyncio.Future[dict[str, Any]]] = {}
-        self._tasks: list[asyncio.Task[None]] = []
         self._taking: dict[str, asyncio.Lock] = {}
         self._waiting: Counter[str] = Counter()
         self._creating: set[str] = set()
@@ -154,81 +99,14 @@ class Cluster:
         expires (its owner likely died): the next sweep runs then."""
         self._last_renewal = time.monotonic()
         self.keeper: LeaseKeeper | None = None
-        """The thread that renews the leases (made by :meth:`open`); without one, :meth:`renew` renews them on the
+        """The thread that renews the leases (made by ``Cluster.open``); without one, :meth:`renew` renews them on the
         event loop."""
-
-    @classmethod
-    async def open(cls, url: str, store: Store, settings: ClusterSettings | None = None) -> Cluster:
-        """Connect to Redis at ``url`` (``redis://HOST:PORT/DB``); ``ConnectionError`` if it does not answer."""
-        def client(connections: int) -> Redis:
-            return Redis.from_pool(BlockingConnectionPool.from_url(
-                url, max_connections=connections, timeout=5, socket_timeout=5, socket_connect_timeout=5,
-                health_check_interval=10))
-
-        redis, control = client(REDIS_CONNECTIONS), client(CONTROL_CONNECTIONS)
-        await redis.ping()
-        cluster = cls(redis, store, settings or ClusterSettings(), new_process_id(), control)
-        # Alive from the start, not only from the first renewal: an owner that sees a relayed connection from a
-        # process not (yet) marked alive ends it as coming from a dead process.
-        await redis.set(ALIVE_PREFIX + cluster.process, b"1", px=cluster.settings.lease_ms)
-        cluster.keeper = LeaseKeeper(url, cluster.process, cluster.settings.lease_ms, cluster.owned,
-                                     ALIVE_PREFIX + cluster.process, cluster._leases_lost, asyncio.get_running_loop())
-        return cluster
-
-    def attach(self, manager: TableHost) -> None:
-        """Start serving: the pub/sub listener, the publisher, lease renewal and the sweep for unowned tables."""
-        self.manager = manager
-        self.relays.manager = manager
-        for coro, name in ((self.mailbox.publish_loop(), "publish"), (self.mailbox.listen_loop(), "listen"),
-                           (self._renew_loop(), "renew"), (self._sweep_loop(), "sweep"), (self._beat_loop(), "beat")):
-            self._tasks.append(asyncio.create_task(coro, name=f"cardtable-cluster-{name}"))
-        if self.keeper is not None:
-            self.keeper.start()
-
-    async def close(self) -> None:
-        """Hand the tables over (if not done yet), stop the background tasks, disconnect from Redis."""
-        await self.hand_over()
-        for _ in range(100):  # let the publisher send the last messages (2 s at most)
-            if self.mailbox.idle():
-                break
-            await asyncio.sleep(0.02)
-        await asyncio.sleep(0.05)
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        if self.keeper is not None:
-            await asyncio.to_thread(self.keeper.stop)
-        with contextlib.suppress(Exception):
-            await self.redis.delete(ALIVE_PREFIX + self.process)
-        await self.redis.aclose()
-        if self.control is not self.redis:
-            await self.control.aclose()
-
-    # -- messages between processes ------------------------------------------------------------------
-
-    def send(self, process: str, message: dict[str, Any]) -> None:
-        """Queue ``message`` for ``process`` (published in order; never waits)."""
-        self.mailbox.send(process, message)
-
-    def _lost(self) -> None:
-        """Messages between processes may have been lost: every relayed connection starts again."""
-        self.relays.reset()
 
     def _on_released(self, table_id: str) -> None:
         if not self.draining:
             if not self._released:  # the first of a loop turn: take them all together just after
                 asyncio.get_running_loop().call_soon(self._take_released)
             self._released.add(table_id)
-
-    def _call_in(self, body: dict[str, Any]) -> None:
-        asyncio.get_running_loop().create_task(self._answer_call(body))
-
-    def _reply(self, body: dict[str, Any]) -> None:
-        future = self.calls.pop(str(body.get("id")), None)
-        if future is not None and not future.done():
-            future.set_result(body)
 
     # -- ownership -----------------------------------------------------------------------------------
 
@@ -400,9 +278,9 @@ class Cluster:
         epoch = self.owned.pop(table.id, None)
         manager.disarm(table)
         table.flush_spectators()
-        for peer in table.all_peers():
-            peer.close_code = RECONNECT_CODE
-            peer.close()
+        for connection in table.all_connections():
+            connection.close_code = RECONNECT_CODE
+            connection.close()
         await table.stop()
         self.store.fences.pop(table.id, None)
         if table.status not in ("open", "playing"):
@@ -472,30 +350,7 @@ class Cluster:
             if table is not None:
                 log.warning("table %s: lease lost: dropping it here", table_id)
                 await self.drop(table, release=False)
-        # Owner side: connections from a process that stopped.
-        origins = sorted({r.origin for r in self.relays.remotes.values()})
-        if origins:
-            alive = await self.redis.exists(*(ALIVE_PREFIX + o for o in origins)) if len(origins) == 1 else None
-            gone: set[str] = set()
-            if alive is not None:
-                if not alive:
-                    gone = set(origins)
-            else:
-                pipe = self.redis.pipeline(transaction=False)
-                for origin in origins:
-                    pipe.exists(ALIVE_PREFIX + origin)
-                gone = {o for o, n in zip(origins, await pipe.execute(), strict=True) if not n}
-            if gone:  # their close still goes out: if such a process lives after all (a pause, a slow start),
-                # its client is told to reconnect instead of waiting for updates that never come
-                self.relays.end_remotes(gone, 1006)
-        # Origin side: relays whose table changed owner (or has none any more).
-        if self.relays.relays:
-            items = list(self.relays.relays.values())
-            relayed = sorted({r.table for r in items})
-            now = dict(zip(relayed, await self.leases.owners(relayed), strict=True))
-            moved = {r.table for r in items if (owner := now[r.table]) is None or owner[0] != r.owner}
-            if moved:
-                self.relays.reconnect(moved)
+        await self.relays.end_orphans(self.redis, self.leases)
 
     async def _drop_all(self, reason: str) -> None:
         manager = self.manager
@@ -546,106 +401,3 @@ class Cluster:
                     except Exception as one:
                         log.warning("table %s: taking it failed: %r", table_id, one)
         return taken
-
-    # -- relayed connections -------------------------------------------------------------------------
-
-    async def relay(self, websocket: WebSocket, table_id: str, owner: str, address: str) -> None:
-        """Serve a client connection to ``table_id``, owned by process ``owner``, by relaying it both ways until
-        either end closes (``Relays.relay``); a relay whose owner changes is closed with :data:`RECONNECT_CODE`."""
-        manager = self.manager
-        assert manager is not None
-        await self.relays.relay(websocket, table_id, owner, address, manager.settings.max_outbox)
-
-    # -- lobby operations on another process's table ----------------------------------------------------
-
-    async def call(self, owner: str, table_id: str, method: str, args: dict[str, Any]) -> dict[str, Any]:
-        """Run lobby operation ``method`` (``join``, ``leave``, ``start``, ``play_join``) on ``table_id`` at its
-        owner ``owner`` and return its answer; its ``TableError`` is raised here, 503 when it does not answer."""
-        call_id = uuid.uuid4().hex
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self.calls[call_id] = future
-        self.send(owner, {"op": "call", "id": call_id, "from": self.process, "table": table_id, "method": method,
-                          "args": args})
-        try:
-            reply = await asyncio.wait_for(future, self.settings.call_timeout_s)
-        except TimeoutError:
-            raise TableError(503, "http.error", "the server process holding this table did not answer: try again",
-                             {"status": 503}) from None
-        finally:
-            self.calls.pop(call_id, None)
-        if not reply.get("ok"):
-            raise TableError(int(reply["status"]), str(reply["code"]), str(reply["reason"]), reply.get("params"))
-        result: dict[str, Any] = reply["result"]
-        return result
-
-    async def _answer_call(self, body: dict[str, Any]) -> None:
-        manager = self.manager
-        assert manager is not None
-        reply: dict[str, Any] = {"op": "reply", "id": body.get("id")}
-        try:
-            table_id, args = str(body["table"]), dict(body.get("args") or {})
-            if table_id not in manager.tables or self.draining:
-                raise TableError(503, "http.error", "the table moved to another server process: try again",
-                                 {"status": 503})
-            reply["result"] = await manager.run_local(str(body["method"]), table_id, args)
-            reply["ok"] = True
-        except TableError as error:
-            reply.update(ok=False, status=error.status, code=error.code, reason=str(error), params=error.params)
-        except Exception as error:
-            log.exception("a forwarded %s failed", body.get("method"))
-            reply.update(ok=False, status=503, code="http.error", reason=f"the operation failed: {error}",
-                         params={"status": 503})
-        self.send(str(body["from"]), reply)
-
-    async def lobby(self, table_ids: list[str]) -> dict[str, dict[str, Any]]:
-        """``TABLE`` of each of ``table_ids`` as its owner last published it (those it published)."""
-        if not table_ids:
-            return {}
-        try:
-            values = await self.redis.hmget(LOBBY, table_ids)
-        except Exception:  # Redis away: the database's view will do
-            return {}
-        return {t: msgspec.json.decode(v) for t, v in zip(table_ids, values, strict=True) if v is not None}
-
-    @contextlib.asynccontextmanager
-    async def lock(self, name: str) -> AsyncIterator[None]:
-        """A lock over all processes (Redis, expiring after 10 s should its holder die); ``TableError`` 503 when
-        it cannot be had within 15 s."""
-        lock = self.redis.lock(f"ct:lock:{name}", timeout=10, blocking_timeout=15)
-        try:
-            acquired = await lock.acquire()
-        except Exception:  # Redis away
-            acquired = False
-        if not acquired:
-            raise TableError(503, "http.error", "the service is busy: try again", {"status": 503})
-        try:
-            yield
-        finally:
-            with contextlib.suppress(Exception):
-                await lock.release()
-
-    # -- stopping ------------------------------------------------------------------------------------
-
-    async def hand_over(self) -> None:
-        """Stop taking tables and give every table up at once: stop it, release its lease, name it on
-        :data:`RELEASED` (another process takes it), close its connections with :data:`RECONNECT_CODE`, and close
-        the relayed connections this process holds (their clients reconnect). Idempotent."""
-        if self.draining:
-            return
-        self.draining = True
-        self.relays.draining = True
-        manager = self.manager
-        if manager is None:
-            return
-        released: list[str] = []
-        for table_id in list(self.owned):
-            table = manager.tables.get(table_id)
-            if table is None:
-                continue
-            await self.drop(table)
-            released.append(table_id)
-        for table_id in released:
-            with contextlib.suppress(Exception):
-                await self.redis.publish(RELEASED, table_id)
-        self.relays.reconnect()
-        log.info("handed over %d tables", len(released))

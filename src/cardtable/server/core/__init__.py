@@ -1,1 +1,1 @@
-"""What every part of the server shares: settings, message parsing and limits, tokens, counters."""
+"""What every part of the server shares: settings, message parsing, limiters (``limits.py``), tokens, the clock."""

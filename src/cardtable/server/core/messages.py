@@ -1,4 +1,5 @@
-"""WebSocket messages (``docs/protocol.md``, "WebSocket"): decoding, size and rate limits, encoding.
+"""WebSocket messages (``docs/protocol.md``, "WebSocket"): decoding, size limits and the rate the message budget
+(``server/core/limits.py``'s ``TokenBucket``) allows, encoding.
 
 Client messages are decoded with msgspec into tagged structs; anything else is a :class:`MessageError` whose
 text is sent back in an ``error`` message. Server messages are plain dicts encoded once per recipient group.
@@ -7,7 +8,6 @@ text is sent back in an ``error`` message. Server messages are plain dicts encod
 from __future__ import annotations
 
 import re
-import time
 from itertools import accumulate
 from typing import Any
 
@@ -128,36 +128,3 @@ def encode(message: dict[str, Any]) -> str:
     """A server message as JSON text."""
     return _encoder.encode(message).decode()
 
-
-class RateLimiter:
-    """A token bucket: ``rate`` messages per second, ``burst`` at once (``docs/protocol.md``, "Limits")."""
-
-    __slots__ = ("_last", "_tokens", "burst", "rate")
-
-    def __init__(self, rate: float = RATE_PER_SECOND, burst: float = RATE_BURST) -> None:
-        self.rate = rate
-        self.burst = burst
-        self._tokens = burst
-        self._last = time.monotonic()
-
-    def allow(self) -> bool:
-        """Take one token; False (and nothing taken) when the bucket is empty."""
-        now = time.monotonic()
-        self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
-        self._last = now
-        if self._tokens >= 1.0:
-            self._tokens -= 1.0
-            return True
-        return False
-
-    def wait_s(self) -> float:
-        """Seconds until the next token is there (0.0 when one is; ``inf`` at rate 0). Takes nothing."""
-        missing = 1.0 - (self._tokens + (time.monotonic() - self._last) * self.rate)
-        if missing <= 0.0:
-            return 0.0
-        return missing / self.rate if self.rate > 0 else float("inf")
-
-    def full(self) -> bool:
-        """Whether the bucket has refilled to its burst (nothing taken lately: the limiter may be forgotten)."""
-        now = time.monotonic()
-        return self._tokens + (now - self._last) * self.rate >= self.burst

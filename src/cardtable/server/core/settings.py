@@ -72,7 +72,7 @@ class Settings:
     solo_start_s: float = 3.0
     """Seconds a table whose other seats are all bots waits for its creator's connection before it starts anyway."""
     lease_ms: int = 5000
-    """Several processes (``--redis``, ``server/cluster/ownership.py``): milliseconds a table's lease lives without renewal
+    """Several processes (``--redis``, ``server/cluster/member.py``): milliseconds a table's lease lives without renewal
     (renewed every third of it); a dead owner's tables are taken again within about this long plus a sweep."""
     sweep_s: float = 2.0
     """Several processes: seconds between sweeps for tables no process owns (their owner died)."""
@@ -90,7 +90,7 @@ class Settings:
     client is its TCP peer. A request from one of them counts against the per-address limits of the address the
     proxy names, and is https when the proxy says so (``Secure`` session cookie, ``Origin`` check)."""
     commit_interval_ms: float = 4.0
-    """PostgreSQL: least milliseconds from one group commit's start to the next (``server/storage/store.py``). Under load
+    """PostgreSQL: least milliseconds from one group commit's start to the next (``server/storage/writer.py``). Under load
     the writes of those milliseconds share one transaction (fewer, larger commits: less CPU in the server and in
     PostgreSQL); a write arriving after a quiet spell is committed at once. 0: every commit as soon as the last
     is done."""

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from cardtable.server.core.messages import RateLimiter
+from cardtable.server.core.limits import TokenBucket
 
 EXTENSION = "cardtable.send_texts"
-"""The ASGI scope extension's name: ``{"send_texts": coroutine function (texts) -> None, "budget": RateLimiter}``."""
+"""The ASGI scope extension's name: ``{"send_texts": coroutine function (texts) -> None, "budget": TokenBucket}``."""
 
 
 SendTexts = Callable[[Sequence[str]], Awaitable[None]]
@@ -26,7 +26,7 @@ def burst_sender(websocket: Any) -> SendTexts | None:
     return None if offer is None else offer.get("send_texts")
 
 
-def connection_budget(websocket: Any) -> RateLimiter | None:
+def connection_budget(websocket: Any) -> TokenBucket | None:
     """The connection's message budget, which its control frames take from too, when its server offers it
     (``websocket`` is Starlette's ``WebSocket``), else ``None`` (another protocol, a relayed connection)."""
     scope = getattr(websocket, "scope", None)
@@ -34,4 +34,4 @@ def connection_budget(websocket: Any) -> RateLimiter | None:
         return None
     offer = (scope.get("extensions") or {}).get(EXTENSION)
     budget = None if offer is None else offer.get("budget")
-    return budget if isinstance(budget, RateLimiter) else None
+    return budget if isinstance(budget, TokenBucket) else None

@@ -25,11 +25,11 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from cardtable.server.cluster.ownership import Cluster, ClusterSettings
+from cardtable.server.cluster.member import Cluster
+from cardtable.server.cluster.ownership import ClusterSettings
 from cardtable.server.core.addresses import trusted_networks
-from cardtable.server.core.counters import SharedLimiter
 from cardtable.server.core.errors import TableError, describe_validation_errors, error_body
-from cardtable.server.core.limits import AddressBuckets
+from cardtable.server.core.limits import FAILURE_WINDOW_S, SharedMovingWindows, TokenBuckets
 from cardtable.server.core.settings import Settings, settings_from_env
 from cardtable.server.edge.guard import BodyGuard, SecurityHeaders, guarded_h11
 from cardtable.server.edge.routes import router
@@ -38,6 +38,7 @@ from cardtable.server.edge.ws_protocol import BurstWebSockets
 from cardtable.server.lobby.manager import Manager
 from cardtable.server.players import accounts
 from cardtable.server.players import leaderboards as players
+from cardtable.server.players.account_errors import AccountError, account_error
 from cardtable.server.storage.store import Store
 from cardtable.server.table import bots as server_bots
 from cardtable.server.table.seat_accounts import restore_seat_accounts
@@ -54,7 +55,7 @@ def cluster_settings(settings: Settings) -> ClusterSettings:
 def create_app(db: str | None = None, settings: Settings | None = None, redis: str | None = None) -> FastAPI:
     """The app: opens the database at ``db`` (default: SQLite in the user's data folder) when it starts, applies
     the migrations and rebuilds every unfinished table from its record. With ``redis`` (``redis://HOST:PORT/DB``)
-    the process is one of several sharing the database (``server/cluster/ownership.py``, ``docs/deploy.md``)."""
+    the process is one of several sharing the database (``server/cluster/member.py``, ``docs/deploy.md``)."""
     settings = settings or settings_from_env()
 
     @asynccontextmanager
@@ -68,7 +69,7 @@ def create_app(db: str | None = None, settings: Settings | None = None, redis: s
         if cluster is not None:  # set before anything else runs: Manager.open has just attached the cluster
             cluster.relays.serve = functools.partial(serve_connection, manager)
         if cluster is not None:  # sign-in limits over every process
-            app.state.sign_in_limiter = SharedLimiter(cluster.limits, accounts.FAILURE_WINDOW_S)
+            app.state.sign_in_limiter = SharedMovingWindows(cluster.limits.redis, FAILURE_WINDOW_S)
         await restore_seat_accounts(store, manager.tables)
         app.state.store = store
         app.state.manager = manager
@@ -83,7 +84,7 @@ def create_app(db: str | None = None, settings: Settings | None = None, redis: s
 
     app = FastAPI(title="cardtable", lifespan=lifespan)
     app.state.settings = settings
-    app.state.lobby_reads = AddressBuckets(settings.lobby_reads_per_second, settings.lobby_read_burst)
+    app.state.lobby_reads = TokenBuckets(settings.lobby_reads_per_second, settings.lobby_read_burst)
 
     @app.exception_handler(TableError)
     async def table_error(_request: Request, error: TableError) -> JSONResponse:
@@ -112,7 +113,7 @@ def create_app(db: str | None = None, settings: Settings | None = None, redis: s
     app.include_router(router)
     app.include_router(accounts.router)
     app.include_router(players.router)
-    app.add_exception_handler(accounts.AccountError, accounts.account_error)
+    app.add_exception_handler(AccountError, account_error)
     app.add_api_websocket_route("/ws/tables/{table_id}", table_socket)
     if STATIC.is_dir():
         app.mount("/", StaticFiles(directory=STATIC, html=True), name="web")

@@ -27,6 +27,7 @@ from typing import Any
 
 import h11
 import msgspec
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from cardtable.server.core.addresses import IPNetwork, address_key
 from cardtable.server.core.errors import error_body
@@ -184,8 +185,6 @@ def guarded_h11(max_connections_per_address: int, request_timeout_s: float,
     in ``trusted`` (``forwarded_allow_ips``) are not capped, since every client behind them comes through their
     connections (the proxy caps those: ``docs/deploy.md``). A WebSocket upgrade stops counting as an HTTP
     connection (the WebSocket caps are the table's, ``docs/protocol.md``, "Limits")."""
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
     counts = ConnectionCounts(max_connections_per_address)
 
     def is_trusted(host: str | None) -> bool:

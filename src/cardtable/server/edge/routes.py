@@ -19,21 +19,18 @@ from cardtable.games import game_names, get_game
 from cardtable.server.core.addresses import client_address
 from cardtable.server.core.errors import TableError
 from cardtable.server.core.errors import error_responses as _errors
-from cardtable.server.core.limits import AddressBuckets
-from cardtable.server.lobby.manager import PLAY_NOW_BOTS, Manager
+from cardtable.server.core.limits import TokenBuckets
+from cardtable.server.lobby.manager import Manager
+from cardtable.server.lobby.play_now import PLAY_NOW_BOTS
 from cardtable.server.lobby.seating import bind_seat
-from cardtable.server.players.accounts import (
-    current_account,
-    mark_finished_accounts,
-    seats_of_account,
-    signed_in,
-)
+from cardtable.server.players.account_seats import mark_finished_accounts, seats_of_account
 from cardtable.server.players.leaderboards import play_now_bot
 from cardtable.server.players.names import NameRefused, check_name, has_control
+from cardtable.server.players.sessions import current_account, signed_in
 from cardtable.server.table.owner import Table
 
 if TYPE_CHECKING:
-    from cardtable.server.cluster.ownership import RemoteTable
+    from cardtable.server.cluster.calls import RemoteTable
 
 
 def check_table_id(request: Request) -> None:
@@ -112,7 +109,7 @@ async def count_read(request: Request) -> None:
     """Count one lobby read from the client's address (``app.state.lobby_reads``); ``TableError`` 429
     ``lobby.read_limit`` beyond ``lobby_reads_per_second`` (burst ``lobby_read_burst``), its ``retry_after_s`` also
     sent as ``Retry-After``. A page of the lobby costs the server far more than the client (``docs/deploy.md``)."""
-    buckets: AddressBuckets = request.app.state.lobby_reads
+    buckets: TokenBuckets = request.app.state.lobby_reads
     wait = buckets.take(client_address(request))
     if wait:
         rate = f"{buckets.rate:g}"

@@ -14,14 +14,14 @@ from collections.abc import Awaitable, Callable
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from cardtable.server.core import messages
+from cardtable.server.core import limits, messages
 from cardtable.server.core.addresses import client_address
 from cardtable.server.core.errors import RECONNECT_CODE, TableError, refusal_message
 from cardtable.server.core.socket_extension import connection_budget
 from cardtable.server.lobby.manager import Manager
 from cardtable.server.players.names import has_control
-from cardtable.server.table.actions import Play
-from cardtable.server.table.connections import Peer, write_outbox
+from cardtable.server.table.actions import QueuedAction
+from cardtable.server.table.connections import Connection, write_outbox
 from cardtable.server.table.owner import Table
 
 FLUSH_TIMEOUT_S = 2.0
@@ -29,7 +29,7 @@ FLUSH_TIMEOUT_S = 2.0
 
 
 async def table_socket(websocket: WebSocket, table_id: str) -> None:
-    """Serve one connection to table ``table_id`` until it closes. With several processes (``server/cluster/ownership.py``)
+    """Serve one connection to table ``table_id`` until it closes. With several processes (``server/cluster/member.py``)
     a table nobody owns is taken here, and a connection to a table owned by another process is relayed to it."""
     manager: Manager = websocket.app.state.manager
     settings = manager.settings
@@ -85,7 +85,7 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
 async def serve_connection(manager: Manager, table: Table | None, websocket: WebSocket, address: str,
                            table_id: str = "") -> None:
     """Serve one accepted connection from ``address`` to ``table`` (``None``: unknown) until it closes:
-    ``websocket`` is Starlette's, or a relayed connection's ``RemoteSocket`` on the owner (``server/cluster/ownership.py``)."""
+    ``websocket`` is Starlette's, or, on the owner, a relayed connection's ``OwnerSide`` (``server/cluster/relay.py``)."""
     if table is None or table.broken:
         if table is None:
             error = refusal_message("error", f"no table {table_id!r}", "table.not_found", {"table": table_id})
@@ -95,23 +95,23 @@ async def serve_connection(manager: Manager, table: Table | None, websocket: Web
         await websocket.close(code=4404)
         return
     settings = manager.settings
-    peer = Peer(address=address, max_outbox=settings.max_outbox)
-    writer = asyncio.create_task(write_outbox(websocket, peer))
-    limiter = connection_budget(websocket) or messages.RateLimiter()  # shared with its control frames
+    connection = Connection(address=address, max_outbox=settings.max_outbox)
+    writer = asyncio.create_task(write_outbox(websocket, connection))
+    limiter = connection_budget(websocket) or limits.TokenBucket()  # shared with its control frames
     identified = False
     deadline = time.monotonic() + messages.HELLO_TIMEOUT_S
     try:
-        while not peer.closed:
+        while not connection.closed:
             if identified:
                 received = await websocket.receive()
             else:
                 try:
                     received = await asyncio.wait_for(websocket.receive(), max(0.0, deadline - time.monotonic()))
                 except TimeoutError:
-                    peer.send_message(refusal_message(
+                    connection.send_message(refusal_message(
                         "error", f"no hello within {messages.HELLO_TIMEOUT_S:g} s: closing", "hello.timeout",
                         {"seconds": messages.HELLO_TIMEOUT_S}))
-                    peer.close()
+                    connection.close()
                     break
             if received["type"] == "websocket.disconnect":
                 break
@@ -119,55 +119,55 @@ async def serve_connection(manager: Manager, table: Table | None, websocket: Web
             if data is None:
                 data = received.get("bytes") or b""
             if not limiter.allow():
-                peer.send_message(refusal_message(
+                connection.send_message(refusal_message(
                     "error", f"too many messages: at most {messages.RATE_PER_SECOND:g} a second",
                     "message.rate_limited", {"rate": messages.RATE_PER_SECOND}))
                 continue
             try:
                 message = messages.decode(data)
             except messages.MessageError as error:
-                peer.send_message(refusal_message("error", str(error), error.code, error.params))
+                connection.send_message(refusal_message("error", str(error), error.code, error.params))
                 continue
             if isinstance(message, messages.Ping):
-                peer.send_message({"type": "pong", "t": message.t, "server_ms": time.time() * 1000.0})
+                connection.send_message({"type": "pong", "t": message.t, "server_ms": time.time() * 1000.0})
                 if message.rtt is not None and table.gate is not None and identified:
-                    table.gate.observe(peer, message.rtt)  # the delay estimate ("Fairness")
+                    table.gate.observe(connection, message.rtt)  # the delay estimate ("Fairness")
             elif isinstance(message, messages.Hello):
                 if identified:
-                    peer.send_message(refusal_message(
+                    connection.send_message(refusal_message(
                         "error", "hello was already said on this connection", "hello.repeated"))
                     continue
                 try:
-                    await manager.hello(table, peer, message.token)
+                    await manager.hello(table, connection, message.token)
                 except TableError as error:
                     code = "hello.bad_token" if error.code == "token.bad" else error.code
-                    peer.send_message(refusal_message("error", str(error), code, error.params))
+                    connection.send_message(refusal_message("error", str(error), code, error.params))
                     if error.status in (429, 503):  # over a connection cap, or the table moved: refused and closed
                         if error.status == 503:
-                            peer.close_code = RECONNECT_CODE  # reconnect: another process has the table
-                        peer.close()
+                            connection.close_code = RECONNECT_CODE  # reconnect: another process has the table
+                        connection.close()
                         break
                     continue
                 identified = True
             elif not identified:
-                peer.send_message(refusal_message("error", "say hello first", "hello.missing"))
+                connection.send_message(refusal_message("error", "say hello first", "hello.missing"))
             elif isinstance(message, messages.Resync):
-                table.submit_call(_snapshot(table, peer))
+                table.submit_call(_snapshot(table, connection))
             elif isinstance(message, messages.ActionMessage):
-                if peer.seat is None:
-                    peer.send_message({**refusal_message(
+                if connection.seat is None:
+                    connection.send_message({**refusal_message(
                         "reject", "a spectator cannot act: join a seat first", "action.spectator"), "seq": message.seq})
                     continue
-                table.submit_play(Play(peer.seat, message.action, peer=peer, seq=message.seq))
+                table.submit_action(QueuedAction(connection.seat, message.action, connection=connection, seq=message.seq))
     except WebSocketDisconnect:
         pass
     finally:
         if identified and not table.broken:
-            await manager.goodbye(table, peer)
+            await manager.goodbye(table, connection)
         # A connection closed by the server (no hello in time, over a cap, dropped) gets what was queued for it
         # and a close frame: the writer has a moment to flush before it is cancelled.
-        flush = peer.closed
-        peer.close()
+        flush = connection.closed
+        connection.close()
         if flush:
             with contextlib.suppress(TimeoutError, Exception):
                 await asyncio.wait_for(asyncio.shield(writer), FLUSH_TIMEOUT_S)
@@ -176,8 +176,8 @@ async def serve_connection(manager: Manager, table: Table | None, websocket: Web
             await writer
 
 
-def _snapshot(table: Table, peer: Peer) -> Callable[[], Awaitable[None]]:
+def _snapshot(table: Table, connection: Connection) -> Callable[[], Awaitable[None]]:
     async def go() -> None:
-        table.send_snapshot(peer)
+        table.send_snapshot(connection)
 
     return go

@@ -12,7 +12,7 @@ sends one message at a time otherwise (another server, a relayed connection).
 
 It also holds each connection to its limits below the messages (``docs/protocol.md``, "Limits"):
 
-- Control frames take from the connection's message budget (:class:`cardtable.server.core.messages.RateLimiter`, offered
+- Control frames take from the connection's message budget (:class:`cardtable.server.core.limits.TokenBucket`, offered
   in the scope as ``budget`` and used by ``server/edge/ws.py`` for the messages too): a ping within the budget is
   answered with a pong; one over it is not (RFC 6455, 5.5.3, lets an endpoint answer only the latest ping); an
   unsolicited pong takes a token and is ignored (the pong to the server's own keepalive ping is free). After
@@ -39,7 +39,8 @@ from websockets.frames import CloseCode, Frame, Opcode
 from websockets.http11 import Request
 from websockets.server import ServerProtocol
 
-from cardtable.server.core.messages import RATE_BURST, RateLimiter
+from cardtable.server.core.limits import TokenBucket
+from cardtable.server.core.messages import RATE_BURST
 from cardtable.server.core.socket_extension import EXTENSION
 
 WRITE_BUFFER_HIGH_BYTES = 64 * 1024
@@ -67,7 +68,7 @@ class BudgetedServerProtocol(ServerProtocol):
     connection fails with :data:`POLICY_CLOSE_CODE` (the parser's way: a ``ProtocolError`` after the close frame, so
     ``parser_exc`` is set and the caller closes the socket)."""
 
-    def __init__(self, budget: RateLimiter, **kwargs: Any) -> None:
+    def __init__(self, budget: TokenBucket, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.budget = budget
         self.expected_pong: bytes | None = None
@@ -101,7 +102,7 @@ class BurstWebSockets(WebSocketsSansIOProtocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.budget = RateLimiter()
+        self.budget = TokenBucket()
         """The connection's message budget: its control frames here, its messages in ``server/edge/ws.py``."""
         self.write_paused = False
         self.abort_timer: asyncio.TimerHandle | None = None

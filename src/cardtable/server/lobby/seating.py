@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, cast
 
 from fastapi import Request
 
-from cardtable.server.cluster.ownership import RemoteTable
+from cardtable.server.cluster.calls import RemoteTable
 from cardtable.server.core.errors import TableError
-from cardtable.server.players.accounts import COOKIE, current_account, same_origin
+from cardtable.server.players.sessions import COOKIE, current_account, same_origin
 from cardtable.server.table.seat_accounts import bind_seat_here
 
 if TYPE_CHECKING:

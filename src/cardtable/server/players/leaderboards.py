@@ -16,8 +16,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from cardtable import ratings
 from cardtable.games import game_names
 from cardtable.server.core.errors import error_responses
-from cardtable.server.players.accounts import AccountError, current_account
+from cardtable.server.players.account_errors import AccountError
 from cardtable.server.players.names import has_control, name_key
+from cardtable.server.players.sessions import current_account
 from cardtable.server.storage import players_schema as ps
 from cardtable.server.storage.store import Store
 

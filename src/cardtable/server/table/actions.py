@@ -1,5 +1,5 @@
-"""What a table's owner is asked to apply and whom it answers: :class:`Play` (an action from a connection, a bot or
-the clock) and :class:`Peer` (one WebSocket connection as the table sees it).
+"""What a table's owner is asked to apply and whom it answers: :class:`QueuedAction` (an action from a connection, a bot or
+the clock) and :class:`Connection` (one WebSocket connection as the table sees it).
 
 Both the table owner (``server/table/owner.py``) and the bot drivers (``server/table/bots.py``) import this module; neither
 imports the other's, so the layers read top-down: play, then bots, then table.
@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from cardtable.engine import Action
-from cardtable.server.table.connections import Peer
+from cardtable.server.table.connections import Connection
 
 
 @dataclass(slots=True)
-class Play:
-    """An action to apply: from a seat's connection (``peer``, ``seq``), a bot (``future``) or the clock (``due``,
+class QueuedAction:
+    """An action to apply: from a seat's connection (``connection``, ``seq``), a bot (``future``) or the clock (``due``,
     the hand's ``ms`` it is due at).
 
     ``future``, when given, gets ``(True, version)`` or ``(False, reason)``.
@@ -25,7 +25,7 @@ class Play:
 
     seat: int | None
     action: Action
-    peer: Peer | None = None
+    connection: Connection | None = None
     seq: int | None = None
     future: asyncio.Future[tuple[bool, Any]] | None = None
     due: int | None = None

@@ -36,7 +36,7 @@ from typing import Any, Protocol, TypeVar
 
 from cardtable import bots
 from cardtable.engine import Action, HandState, View
-from cardtable.server.table.actions import Play
+from cardtable.server.table.actions import QueuedAction
 
 log = logging.getLogger("cardtable.server.table.bots")
 
@@ -119,7 +119,7 @@ class Table(Protocol):
         the per-creator quota of :class:`SearchScheduler`."""
         ...
 
-    def submit_play(self, play: Play) -> None: ...
+    def submit_action(self, play: QueuedAction) -> None: ...
 
 
 def _watch_parent(parent: int) -> None:
@@ -387,7 +387,7 @@ async def _drive(table: Table, seat: int, spec: str) -> None:
         if table.version != version and not nerts:
             continue  # the table moved on while the bot thought: look again
         future: asyncio.Future[tuple[bool, Any]] = loop.create_future()
-        table.submit_play(Play(seat, dict(action), future=future))
+        table.submit_action(QueuedAction(seat, dict(action), future=future))
         ok, _ = await future
         if not ok and table.version == version:
             await table.changed.wait()

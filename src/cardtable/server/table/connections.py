@@ -1,4 +1,4 @@
-"""A connection as a table sees it (:class:`Peer`: its seat, its address and its outbox) and the writer task that
+"""A connection as a table sees it (:class:`Connection`: its seat, its address and its outbox) and the writer task that
 drains an outbox into a WebSocket, for direct and relayed connections alike (``docs/architecture.md``, "The table
 server")."""
 
@@ -72,7 +72,7 @@ class Outbox:
         self._items.clear()
 
 
-class Peer:
+class Connection:
     """One WebSocket connection as the table sees it: its ``seat`` (``None``: spectator), its client ``address``
     and its outbox.
 
@@ -113,11 +113,11 @@ class Peer:
             self.outbox.put_nowait(None)
 
 
-async def write_outbox(websocket: WebSocket, peer: Peer) -> None:
-    """Send what the owner queued for ``peer``, and close the socket at the ``None``. Everything queued together
+async def write_outbox(websocket: WebSocket, connection: Connection) -> None:
+    """Send what the owner queued for ``connection``, and close the socket at the ``None``. Everything queued together
     (an ``ack`` and its ``update``, a group commit's updates) goes in one write when the server offers it
     (``server/edge/ws_protocol.py``), else one message at a time, without waiting for the loop in between."""
-    outbox = peer.outbox
+    outbox = connection.outbox
     send_texts = burst_sender(websocket)
     send_text = websocket.send_text
     with contextlib.suppress(Exception):
@@ -136,5 +136,5 @@ async def write_outbox(websocket: WebSocket, peer: Peer) -> None:
                     for each in burst:
                         await send_text(each)
             if text is None:
-                await websocket.close(code=peer.close_code)
+                await websocket.close(code=connection.close_code)
                 return

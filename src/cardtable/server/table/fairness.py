@@ -3,7 +3,7 @@
 Every play for a Nerts table passes through a :class:`FairGate` on its way to the table's queue. The gate keeps
 each connection's :class:`~cardtable.race.DelayEstimator` (fed by the ``rtt`` its pings carry), and hands the plays
 to the shared :class:`~cardtable.race.RaceOrderer`: racing plays wait at most the cap for an earlier-sent rival and
-go to the queue in send-time order, each with the stamp (``Play.ms``) the owner gives the engine. The table's clock
+go to the queue in send-time order, each with the stamp (``QueuedAction.ms``) the owner gives the engine. The table's clock
 actions pass through it as well, so a card sent before the in-flight window closed still counts. Plays that do
 not race go straight through. The simulator (:mod:`cardtable.sim.nerts`) orders races with the same module.
 """
@@ -18,8 +18,8 @@ from cardtable.race import CLOCK_KEYS, DEFAULT_CAP_MS, DelayEstimator, RaceOrder
 
 if TYPE_CHECKING:
     from cardtable.engine import HandState
-    from cardtable.server.table.actions import Play
-    from cardtable.server.table.connections import Peer
+    from cardtable.server.table.actions import QueuedAction
+    from cardtable.server.table.connections import Connection
 
 
 class RacingTable(Protocol):
@@ -36,7 +36,7 @@ class RacingTable(Protocol):
         """Milliseconds since the hand began, by the server's monotonic clock."""
         ...
 
-    def enqueue(self, play: Play) -> None:
+    def enqueue(self, play: QueuedAction) -> None:
         """Put ``play`` on the owner's queue, past the gate."""
         ...
 
@@ -49,7 +49,7 @@ class FairGate:
     """Orders one Nerts table's racing plays by estimated send time before the owner applies them.
 
     ``table`` supplies the hand's clock (``now_ms()``), its state and the owner's queue, where released plays go
-    with their stamp in ``Play.ms``. The table builds one for a Nerts table and calls :meth:`submit` for every play,
+    with their stamp in ``QueuedAction.ms``. The table builds one for a Nerts table and calls :meth:`submit` for every play,
     :meth:`reset` when a hand starts and :meth:`forget` when a connection closes; the WebSocket calls
     :meth:`observe` for every round trip a ping reports. ``cap_ms`` bounds the compensation (and the hold-back).
     """
@@ -57,34 +57,34 @@ class FairGate:
     def __init__(self, table: RacingTable, cap_ms: int = DEFAULT_CAP_MS) -> None:
         self.table = table
         self.cap_ms = cap_ms
-        self.orderer: RaceOrderer[Play] = RaceOrderer(cap_ms)
-        self.estimators: dict[Peer, DelayEstimator] = {}
+        self.orderer: RaceOrderer[QueuedAction] = RaceOrderer(cap_ms)
+        self.estimators: dict[Connection, DelayEstimator] = {}
         self._hand = table.hand_index
         self._timer: asyncio.TimerHandle | None = None
 
     # -- delays -------------------------------------------------------------------------------------------
 
-    def observe(self, peer: Peer, rtt_ms: float) -> bool:
-        """Record one round trip (ms) reported by ``peer``; ``False`` (and nothing recorded) for a bad value."""
-        estimator = self.estimators.get(peer)
+    def observe(self, connection: Connection, rtt_ms: float) -> bool:
+        """Record one round trip (ms) reported by ``connection``; ``False`` (and nothing recorded) for a bad value."""
+        estimator = self.estimators.get(connection)
         if estimator is None:
-            estimator = self.estimators[peer] = DelayEstimator(cap_ms=self.cap_ms)
+            estimator = self.estimators[connection] = DelayEstimator(cap_ms=self.cap_ms)
         try:
             estimator.add(rtt_ms)
         except ValueError:
             return False
-        if peer.seat is not None:
-            self._set_seat(peer.seat)
+        if connection.seat is not None:
+            self._set_seat(connection.seat)
         return True
 
-    def forget(self, peer: Peer) -> None:
-        """``peer`` closed: drop its estimate (its seat then counts as near, unless another connection says not)."""
-        if self.estimators.pop(peer, None) is not None and peer.seat is not None:
-            self._set_seat(peer.seat)
+    def forget(self, connection: Connection) -> None:
+        """``connection`` closed: drop its estimate (its seat then counts as near, unless another connection says not)."""
+        if self.estimators.pop(connection, None) is not None and connection.seat is not None:
+            self._set_seat(connection.seat)
 
-    def delay(self, peer: Peer | None) -> int:
-        """The one-way delay estimate of ``peer`` in ms (0 for a bot, the clock or a connection without pings)."""
-        estimator = None if peer is None else self.estimators.get(peer)
+    def delay(self, connection: Connection | None) -> int:
+        """The one-way delay estimate of ``connection`` in ms (0 for a bot, the clock or a connection without pings)."""
+        estimator = None if connection is None else self.estimators.get(connection)
         return 0 if estimator is None else estimator.estimate()
 
     def _set_seat(self, seat: int) -> None:
@@ -94,7 +94,7 @@ class FairGate:
 
     # -- plays --------------------------------------------------------------------------------------------
 
-    def submit(self, play: Play) -> None:
+    def submit(self, play: QueuedAction) -> None:
         """Order ``play`` (from a connection, a bot or the clock) and queue what is due."""
         table = self.table
         state = table.state
@@ -112,11 +112,11 @@ class FairGate:
                 keys = race_keys(play.action, shared, state.layout_index(seat))  # type: ignore[attr-defined]
             except (AttributeError, IndexError, TypeError):
                 keys = frozenset()
-            if play.peer is not None:
+            if play.connection is not None:
                 # this connection's own estimate, for this play
-                self.orderer.set_delay(seat, self.delay(play.peer))
+                self.orderer.set_delay(seat, self.delay(play.connection))
             self.orderer.submit(play, seat, table.now_ms(), keys)
-            if play.peer is not None:
+            if play.connection is not None:
                 self._set_seat(seat)
         self.pump()
 
@@ -145,8 +145,8 @@ class FairGate:
         self._hand = self.table.hand_index
         for play in self.orderer.reset(0):
             reason = "the hand is over"
-            if play.peer is not None:
-                play.peer.send_message(
+            if play.connection is not None:
+                play.connection.send_message(
                     {"type": "reject", "seq": play.seq, "reason": reason, "code": "hand.over", "params": {}}
                 )
             if play.future is not None and not play.future.done():

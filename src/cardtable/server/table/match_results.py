@@ -15,13 +15,14 @@ from sqlalchemy.engine import Connection
 from cardtable.engine import HandState
 from cardtable.replay import fold
 from cardtable.server.core.clock import now_iso
-from cardtable.server.players.accounts import holding_accounts
+from cardtable.server.players.account_seats import holding_accounts
 from cardtable.server.players.results import MatchResult, SeatResult, record_results
-from cardtable.server.storage.store import record_of
+from cardtable.server.storage.rows import record_of
 
 if TYPE_CHECKING:
     from cardtable.engine import Match
-    from cardtable.server.storage.store import SeatRow, Store, TableRow
+    from cardtable.server.storage.rows import SeatRow, TableRow
+    from cardtable.server.storage.store import Store
 
 
 class FinishedSeat(Protocol):

@@ -12,7 +12,8 @@ from sqlalchemy.engine import Connection
 
 from cardtable.server.core.errors import TableError
 from cardtable.server.core.tokens import hash_token
-from cardtable.server.players.accounts import IN_CHUNK, Account, seat_key, seat_token
+from cardtable.server.players.account_seats import IN_CHUNK, seat_key, seat_token
+from cardtable.server.players.sessions import Account
 from cardtable.server.storage import players_schema as ps
 from cardtable.server.storage.store import Store
 

@@ -1,0 +1,65 @@
+"""The stored shapes of a table: its seats, hands and table rows as the store reads and writes them, and the
+``cardtable/1`` record of a stored table (:func:`record_of`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cardtable import records
+
+
+@dataclass(slots=True)
+class SeatRow:
+    """A stored seat: ``kind`` is ``open``, ``person`` or ``bot``; ``left`` marks a person who left after the start."""
+
+    seat: int
+    kind: str
+    name: str | None = None
+    bot: str | None = None
+    token_hash: str | None = None
+    left: bool = False
+
+
+@dataclass(slots=True)
+class HandRow:
+    """A stored hand: its deal (cards written out) and its actions as ``(seat, ms, action)``."""
+
+    deal: dict[str, Any]
+    actions: list[tuple[int | None, int, dict[str, Any]]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TableRow:
+    """A stored table; ``options`` are the ones the creator set, ``hands`` filled only by the loaders that say so."""
+
+    id: str
+    game: str
+    options: dict[str, Any]
+    status: str
+    seed: int
+    grace_seconds: float
+    created: str
+    finished: str | None = None
+    hands_played: int | None = None
+    totals: list[int] | None = None
+    winners: list[int] | None = None
+    seed_chosen: bool = False
+    """The creator chose ``seed``: the deals follow from it alone (``table.hand_seed``) and the table is unrated."""
+    seats: list[SeatRow] = field(default_factory=list)
+    hands: list[HandRow] = field(default_factory=list)
+
+
+def record_of(row: TableRow) -> records.Record:
+    """The ``cardtable/1`` record of a stored table (loaded with its hands)."""
+    seats = [records.Seat(name=s.name or f"seat-{s.seat}", bot=s.bot if s.kind == "bot" else None)
+             for s in row.seats]
+    record = records.new_record(row.game, seats, row.options)
+    record.hands = [
+        records.HandRecord(
+            deal=hand.deal,
+            actions=[records.ActionRecord(seat=seat, ms=ms, action=action) for seat, ms, action in hand.actions],
+        )
+        for hand in row.hands
+    ]
+    return record

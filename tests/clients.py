@@ -1,0 +1,43 @@
+"""Servers in the test process: the settings tests run them with and the client type of conftest.py's
+``make_client`` fixture (``client`` and ``db_client`` are made with it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Self
+
+from starlette.testclient import TestClient
+
+from cardtable.server.core.settings import Settings
+
+
+def fast_settings(**knobs: Any) -> Settings:
+    """Server settings for tests: 50 ms between hands, bots at pace 0.05, Enemy Anemone bots without a delay;
+    ``knobs`` (any :class:`Settings` field) override or add to them."""
+    return Settings(**{"hand_pause_s": 0.05, "bot_pace": 0.05, "anemone_bot_delay_ms": 0, **knobs})
+
+
+class ServerClient(TestClient):
+    """A :class:`TestClient` whose app conftest.py's ``make_client`` has already started. ``with client:`` does not start it
+    again; leaving the block stops it (a test that restarts a server on the same database), and the fixture's
+    teardown stops whatever is still running (stopping twice is harmless)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+
+MakeClient = Callable[..., ServerClient]
+"""``make_client(settings=None, db=None, *, raise_server_exceptions=True)``: see conftest.py."""
+
+
+
+def query(client: TestClient, statement: Any) -> list[Any]:
+    """The rows (a list of SQLAlchemy ``Row``) of ``statement`` run on the database of ``client``'s server, in
+    the server's own event loop."""
+    store = client.app.state.store  # type: ignore[attr-defined]
+
+    async def go() -> list[Any]:
+        async with store.engine.connect() as conn:
+            return list((await conn.execute(statement)).all())
+
+    return client.portal.call(go)  # type: ignore[union-attr]
