@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any, Self
 
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.testclient import TestClient
 
 from cardtable.server.core.settings import Settings
@@ -41,3 +44,34 @@ def query(client: TestClient, statement: Any) -> list[Any]:
             return list((await conn.execute(statement)).all())
 
     return client.portal.call(go)  # type: ignore[union-attr]
+
+
+class Statements:
+    """The statements ``engine`` runs while entered (``before_cursor_execute``): ``(sql, parameters)`` each, left
+    out those of the server's own background tasks (named ``cardtable-...``: sweeps, the writer, lease work),
+    which may run at any moment and are not the cost of the request measured."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine.sync_engine
+        self.seen: list[tuple[str, Any]] = []
+
+    def _seen(self, _conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any, _many: bool) -> None:
+        task = asyncio.current_task()
+        if task is None or not task.get_name().startswith("cardtable-"):
+            self.seen.append((statement, parameters))
+
+    def __enter__(self) -> Statements:
+        event.listen(self.engine, "before_cursor_execute", self._seen)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        event.remove(self.engine, "before_cursor_execute", self._seen)
+
+    @property
+    def selects(self) -> list[tuple[str, Any]]:
+        """The reads (``SELECT`` without a row lock) among them."""
+        return [(s, p) for s, p in self.seen if s.lstrip().upper().startswith("SELECT") and " FOR " not in s.upper()]
+
+    def naming(self, text: str) -> list[str]:
+        """The statements whose SQL names ``text`` (a table, a column)."""
+        return [s for s, _ in self.seen if text in s]

@@ -20,6 +20,8 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from cardtable.replay import fold
+from cardtable.server.core.settings import Settings
+from cardtable.server.lobby.manager import Manager
 from cardtable.server.storage import schema
 from cardtable.server.storage.rows import record_of
 from cardtable.server.storage.store import Store
@@ -332,3 +334,21 @@ def stored_actions(db: str, table_id: str) -> list[tuple[int, dict[str, Any]]]:
         return [(seat, action) for hand in rows[0].hands for seat, _ms, action in hand.actions]
 
     return run_async(load)
+
+
+async def stored_tables(url: str, count: int, settings: Settings, *, seeded: bool = False) -> list[str]:
+    """``count`` two-person Nerts tables in play at database ``url``, stored by a process that then stopped (nobody
+    owns them): their ids. ``seeded``: table ``i`` is dealt from seed ``i`` (``settings.chosen_seeds`` on)."""
+    store = await Store.open(url)
+    manager = await Manager.open(store, settings)
+    ids = []
+    try:
+        for i in range(count):
+            table, _, first = await manager.create("nerts", {"players": 2}, None, "ana", i if seeded else None, 60)
+            await manager.join(table.id, "bo", None)
+            await manager.start(table.id, first)
+            ids.append(table.id)
+    finally:
+        await manager.close()
+        await store.close()
+    return ids

@@ -45,6 +45,16 @@ async def play(table: Table, seat: int, action: dict[str, Any], ms: int | None =
     return await future
 
 
+async def play_first_legal(table: Table, seat: int = 0) -> Any:
+    """Submit ``seat``'s first legal action as a bot does (``submit_action``: through the fairness gate) and wait
+    for the table's answer: ``(True, version)`` or ``(False, reason)``."""
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    state = table.state
+    assert state is not None
+    table.submit_action(QueuedAction(seat, state.legal_actions(seat)[0], future=future))
+    return await future
+
+
 def messages_of(connection: Connection) -> list[dict[str, Any]]:
     """What ``connection`` was sent and has not been read yet, decoded (taken from its outbox)."""
     out = []

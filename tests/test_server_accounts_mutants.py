@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from redis import Redis as SyncRedis
-from sqlalchemy import event, select
+from sqlalchemy import select
 from starlette.requests import Request
 from starlette.testclient import TestClient
 
@@ -35,6 +35,7 @@ from cardtable.server.players.sessions import SESSION_DAYS
 from cardtable.server.storage import players_schema as ps
 from cardtable.server.storage.store import Store
 from cardtable.server.table.seat_accounts import restore_seat_accounts
+from clients import Statements
 from services import Postgres, new_database, run_async
 
 ORIGIN = {"Origin": "http://testserver"}
@@ -386,15 +387,7 @@ def test_a_restart_marks_the_live_seats_of_accounts_that_also_hold_finished_ones
                 None,
             ]
         store: Any = client.app.state.store  # type: ignore[attr-defined]
-        reads: list[str] = []
-
-        def seen(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
-            if "seat_accounts" in statement:
-                reads.append(statement)
-
-        event.listen(store.engine.sync_engine, "before_cursor_execute", seen)
-        try:
+        with Statements(store.engine) as statements:
             _call(client, restore_seat_accounts, store, manager.tables)
-        finally:
-            event.remove(store.engine.sync_engine, "before_cursor_execute", seen)
+        reads = statements.naming("seat_accounts")
         assert len(reads) == 1, reads

@@ -18,9 +18,7 @@ from typing import Any
 import asyncpg
 import pytest
 from redis import Redis as SyncRedis
-from sqlalchemy import event
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.testclient import TestClient
 
 from cardtable.server.cluster.lease import LEASE_PREFIX, parse_lease
@@ -31,6 +29,7 @@ from cardtable.server.edge.app import create_app
 from cardtable.server.lobby.manager import Manager
 from cardtable.server.storage import schema
 from cardtable.server.storage.store import Store
+from clients import Statements
 from cluster_harness import Proc
 from polling import until, wait_for
 from services import Postgres, new_database
@@ -49,33 +48,6 @@ pytestmark = pytest.mark.usefixtures("cheap_hashes")  # conftest.py: real Argon2
 def url(postgres: Postgres) -> str:
     """A fresh database in the session's PostgreSQL."""
     return new_database(postgres)
-
-
-class Statements:
-    """The statements ``engine`` runs while entered (``before_cursor_execute``): ``(sql, parameters)`` each, left
-    out those of the server's own background tasks (named ``cardtable-...``: sweeps, the writer, lease work),
-    which may run at any moment and are not the cost of the request measured."""
-
-    def __init__(self, engine: AsyncEngine) -> None:
-        self.engine = engine.sync_engine
-        self.seen: list[tuple[str, Any]] = []
-
-    def _seen(self, _conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any, _many: bool) -> None:
-        task = asyncio.current_task()
-        if task is None or not task.get_name().startswith("cardtable-"):
-            self.seen.append((statement, parameters))
-
-    def __enter__(self) -> Statements:
-        event.listen(self.engine, "before_cursor_execute", self._seen)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        event.remove(self.engine, "before_cursor_execute", self._seen)
-
-    @property
-    def selects(self) -> list[tuple[str, Any]]:
-        """The reads (``SELECT`` without a row lock) among them."""
-        return [(s, p) for s, p in self.seen if s.lstrip().upper().startswith("SELECT") and " FOR " not in s.upper()]
 
 
 def _rows_in(plan: dict[str, Any]) -> int:

@@ -35,9 +35,10 @@ from cardtable.server.storage import schema
 from cardtable.server.storage.store import Store
 from cardtable.server.table.actions import QueuedAction
 from cardtable.server.table.owner import Table
-from cluster_harness import wait_for
+from cluster_harness import stored_tables, wait_for
 from polling import until
 from services import Postgres, free_port, new_database
+from table_helpers import play_first_legal
 
 SETTINGS = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)
 
@@ -324,44 +325,18 @@ async def test_a_renewal_without_the_keeper_extends_leases_drops_lost_tables_and
     assert await client.hexists(LOBBY, kept.id) and not await client.hexists(LOBBY, "unmade")
 
 
-async def stored_tables(url: str, count: int) -> list[str]:
-    """``count`` two-person Nerts tables in play, stored by a process that then stopped (nobody owns them)."""
-    store = await Store.open(url)
-    manager = await Manager.open(store, SETTINGS)
-    ids = []
-    try:
-        for _ in range(count):
-            table, _, first = await manager.create("nerts", {"players": 2}, None, "ana", None, 60)
-            await manager.join(table.id, "bo", None)
-            await manager.start(table.id, first)
-            ids.append(table.id)
-    finally:
-        await manager.close()
-        await store.close()
-    return ids
-
-
 async def test_tables_nobody_owns_are_taken_by_the_sweep_and_play_on(
     url: str, processes: Callable[..., Awaitable[Process]], client: Redis
 ) -> None:
     """Tables whose owner died (nobody holds their lease) are taken by a running process's periodic sweep, with no
     request for them (their bots and clocks go on), each under a lease of its own, and play on there."""
-    ids = await stored_tables(url, 3)
+    ids = await stored_tables(url, 3, SETTINGS)
     a = await processes(sweep_s=0.1)
     await until(lambda: set(ids) <= set(a.manager.tables), WAIT_S)
     assert await a.cluster.leases.owners(ids) == [(a.cluster.process, a.cluster.owned[t]) for t in ids]
     assert all(a.store.fences[t] == a.cluster.owned[t] for t in ids)
-    ok, _ = await play(a.manager.tables[ids[0]])
+    ok, _ = await play_first_legal(a.manager.tables[ids[0]])
     assert ok
-
-
-async def play(table: Table) -> Any:
-    """Play seat 0's first legal action at ``table``: ``(ok, events)`` as the table answers it."""
-    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-    state = table.state
-    assert state is not None
-    table.submit_action(QueuedAction(0, state.legal_actions(0)[0], future=future))
-    return await future
 
 
 async def test_a_table_whose_writes_are_refused_is_dropped_here_and_its_lease_let_go(
@@ -371,7 +346,7 @@ async def test_a_table_whose_writes_are_refused_is_dropped_here_and_its_lease_le
     not acknowledge it and stops serving the table: out of its tables and fences, its lease released so that the
     process now holding the table at the database can serve it."""
     a = await processes()
-    (table_id,) = await stored_tables(url, 1)
+    (table_id,) = await stored_tables(url, 1, SETTINGS)
     table = await a.cluster.take(table_id)
     assert isinstance(table, Table)
     epoch = a.cluster.owned[table_id]
@@ -431,7 +406,7 @@ async def test_the_sweep_comes_early_only_for_a_lease_whose_holder_missed_a_rene
 ) -> None:
     """The sweep plans its next run at the expiry of another process's lease that has less than half a lease time
     left (its holder missed a renewal: likely dead), not at a lease just renewed elsewhere, nor at one of its own."""
-    mine, fresh, late = await stored_tables(url, 3)
+    mine, fresh, late = await stored_tables(url, 3, SETTINGS)
     a = await processes()  # a 5 s lease: a renewed one has more than 3.3 s left
     assert isinstance(await a.cluster.take(mine), Table)
     await client.pexpire(LEASE_PREFIX + mine, 1000)  # its own, short: not another's missed renewal
@@ -461,7 +436,7 @@ async def test_a_table_held_up_by_a_lock_does_not_hold_up_the_others_in_the_swee
     """One free table whose row another transaction holds locked (an old owner's write in flight) makes the sweep's
     take of its chunk time out: the sweep then takes the tables one at a time, so the others are taken and served
     at once, and the held one by a later sweep once the lock is gone."""
-    ids = await stored_tables(url, 3)
+    ids = await stored_tables(url, 3, SETTINGS)
     held = ids[1]
     a = await processes(lease_ms=600)  # a take times out after two lease times: 1.2 s
     other = await Store.open(url)
@@ -482,7 +457,7 @@ async def test_a_table_that_ended_meanwhile_is_not_taken(
 ) -> None:
     """A table that ended before it could be taken (its record says finished) is neither served, owned nor fenced
     here, and keeps no lease: no process plays it again."""
-    table_id, live = await stored_tables(url, 2)
+    table_id, live = await stored_tables(url, 2, SETTINGS)
     a = await processes()
     await a.store.update_status(table_id, "finished", finished="2026-11-25T00:00:00Z")
     taken = await a.cluster.take_many([table_id, live])
@@ -497,7 +472,7 @@ async def test_a_connection_waits_for_an_owner_that_missed_its_renewals_but_not_
     """Locating a table whose owner's lease has less than half a lease time left (it missed renewals: likely dead)
     waits for that lease to expire and takes the table here, so the client is not relayed to a dead process;
     a table whose owner renewed on time is located at that owner at once."""
-    late, fresh = await stored_tables(url, 2)
+    late, fresh = await stored_tables(url, 2, SETTINGS)
     a = await processes()  # a 5 s lease
     await client.set(LEASE_PREFIX + late, "gone-1:3", px=2000)  # 2 s left: renewals missed
     await client.set(LEASE_PREFIX + fresh, "elsewhere-1:3", px=4000)  # renewed a second ago
@@ -608,7 +583,7 @@ def test_a_relay_whose_table_changed_owner_is_told_to_reconnect_at_the_next_rene
     by the renewal of the process it came through, so that the client reconnects to the new owner; one whose
     owner is unchanged stays, whatever else that process takes meanwhile."""
     a, b, _ = apps
-    (free,) = asyncio.run(stored_tables(db, 1))
+    (free,) = asyncio.run(stored_tables(db, 1, SETTINGS))
     made = a.post("/api/tables", json={"game": "nerts", "options": {"players": 2}}, headers=ORIGIN)
     tid, token = made.json()["table"]["id"], made.json()["token"]
     with b.websocket_connect(f"/ws/tables/{tid}") as ws, SyncRedis.from_url(redis_url) as redis:

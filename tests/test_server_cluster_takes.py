@@ -21,7 +21,9 @@ from cardtable.server.core.settings import Settings
 from cardtable.server.lobby.manager import Manager
 from cardtable.server.storage.store import Store
 from cardtable.server.table.owner import Table
+from cluster_harness import stored_tables
 from services import Postgres, new_database
+from table_helpers import play_first_legal
 
 SETTINGS = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0, chosen_seeds=1)  # seeded deals
 
@@ -29,23 +31,6 @@ SETTINGS = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0, ch
 @pytest.fixture
 async def url(postgres: Postgres) -> AsyncIterator[str]:
     yield new_database(postgres)
-
-
-async def open_tables(url: str, count: int) -> list[str]:
-    """``count`` two-person Nerts tables in play, stored by a process that then stops (nobody owns them)."""
-    store = await Store.open(url)
-    manager = await Manager.open(store, SETTINGS)
-    ids = []
-    try:
-        for i in range(count):
-            table, _, first = await manager.create("nerts", {"players": 2}, None, "ana", i, 60)
-            await manager.join(table.id, "bo", None)
-            await manager.start(table.id, first)
-            ids.append(table.id)
-    finally:
-        await manager.close()
-        await store.close()
-    return ids
 
 
 async def one_process(url: str, redis_url: str) -> tuple[Store, Cluster, Manager]:
@@ -63,7 +48,7 @@ async def close(store: Store, cluster: Cluster, manager: Manager) -> None:
 async def test_the_sweep_takes_free_tables_in_chunks_and_notes_a_missed_lease(
         url: str, redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cluster_module, "TAKE_CHUNK", 2)
-    ids = await open_tables(url, 6)
+    ids = await stored_tables(url, 6, SETTINGS, seeded=True)
     store, cluster, manager = await one_process(url, redis_url)
     redis = Redis.from_url(redis_url)
     try:
@@ -80,26 +65,16 @@ async def test_the_sweep_takes_free_tables_in_chunks_and_notes_a_missed_lease(
         assert cluster._expiring_s is None
         # each taken table plays on: its stored record takes an action at its new epoch
         table = manager.tables[ids[0]]
-        ok, _ = await table_play(table)
+        ok, _ = await play_first_legal(table)
         assert ok
     finally:
         await redis.aclose()
         await close(store, cluster, manager)
 
 
-async def table_play(table: Table) -> Any:
-    from cardtable.server.table.actions import QueuedAction
-
-    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-    state = table.state
-    assert state is not None
-    table.submit_action(QueuedAction(0, state.legal_actions(0)[0], future=future))
-    return await future
-
-
 async def test_a_connection_to_a_table_being_taken_here_waits_for_that_take(
         url: str, redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    (table_id,) = await open_tables(url, 1)
+    (table_id,) = await stored_tables(url, 1, SETTINGS, seeded=True)
     store, cluster, manager = await one_process(url, redis_url)
     load = store.load_tables
     loading = asyncio.Event()
@@ -123,7 +98,7 @@ async def test_a_connection_to_a_table_being_taken_here_waits_for_that_take(
 
 
 async def test_only_a_table_that_is_not_live_is_not_found(url: str, redis_url: str) -> None:
-    table_id, other = await open_tables(url, 2)
+    table_id, other = await stored_tables(url, 2, SETTINGS, seeded=True)
     store, cluster, manager = await one_process(url, redis_url)
     try:
         await store.update_status(table_id, "finished", finished="2026-11-25T00:00:00Z")
@@ -142,7 +117,7 @@ async def test_only_a_table_that_is_not_live_is_not_found(url: str, redis_url: s
 
 async def test_a_table_whose_owner_missed_a_renewal_is_served_here_once_its_lease_expires(
         url: str, redis_url: str) -> None:
-    (table_id,) = await open_tables(url, 1)
+    (table_id,) = await stored_tables(url, 1, SETTINGS, seeded=True)
     store, cluster, manager = await one_process(url, redis_url)
     redis = Redis.from_url(redis_url)
     try:

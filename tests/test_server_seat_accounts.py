@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import select
 from starlette.testclient import TestClient
 
 from cardtable.server.core.errors import TableError
@@ -22,6 +22,7 @@ from cardtable.server.edge.app import create_app
 from cardtable.server.players.account_seats import holding_accounts, seats_of_account
 from cardtable.server.storage import players_schema as ps
 from cardtable.server.table.seat_accounts import bind_seat_here
+from clients import Statements
 from polling import wait_for
 
 ORIGIN = {"Origin": "http://testserver"}
@@ -351,16 +352,8 @@ def test_abandoned_tables_name_their_accounts_in_one_query_per_page(db_url: str)
             shown = client.get(f"/api/tables/{table_id}").json()
             assert shown["status"] == "abandoned" and seat_accounts(shown) == ["Away", "random"], shown
         _manager, store = _state(client)
-        statements: list[str] = []
-
-        def note(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-            if "match_seats" in statement:
-                statements.append(statement)
-
-        event.listen(store.engine.sync_engine, "before_cursor_execute", note)
-        try:
+        with Statements(store.engine) as seen:
             listed = {t["id"]: t for t in client.get("/api/finished").json()}
-        finally:
-            event.remove(store.engine.sync_engine, "before_cursor_execute", note)
+        statements = seen.naming("match_seats")
         assert [seat_accounts(listed[table_id]) for table_id in ids] == [["Away", "random"]] * 2
         assert len(statements) == 1, statements  # the page's accounts in one query, whatever its size
