@@ -97,21 +97,12 @@ async def processes(
             ((_, count),) = await client.pubsub_numsub(channel(cluster.process))
             return bool(count)
 
-        await until_async(subscribed)
+        await until(subscribed, WAIT_S, "the process's subscription")
         return process
 
     yield open_process
     for process in reversed(opened):
         await process.close()
-
-
-async def until_async(check: Callable[[], Awaitable[object]], timeout: float = WAIT_S) -> None:
-    """Return once ``await check()`` is true, polling every 10 ms."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not await check():
-        assert loop.time() < deadline, "timed out"
-        await asyncio.sleep(0.01)
 
 
 async def new_table(process: Process) -> tuple[Table, str]:
@@ -231,7 +222,7 @@ async def test_a_lock_over_all_processes_lets_one_holder_in_at_a_time(
         async with b.cluster.lock("play:anemone"):  # another lock: not held
             order.append("b other")
         for _ in range(3):  # b has tried meanwhile (it polls every 0.1 s)
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(0.1)  # not a wait: b must stay blocked while these polls of its pass
             assert not waiting.done()
         assert await client.exists("ct:lock:play:nerts")
         order.append("a out")
@@ -285,7 +276,7 @@ async def test_handing_over_lets_another_process_take_every_table_at_once(
     c = await processes()
     await c.cluster.hand_over()  # stopping too: takes nothing b lets go
     await b.cluster.hand_over()
-    await until_async(lambda: lease_count(client, ids, 0))
+    await until(lambda: lease_count(client, ids, 0), WAIT_S, "the leases released")
     assert not c.manager.tables and not c.cluster.owned
     assert await client.exists(ALIVE_PREFIX + c.cluster.process)
     await c.close()  # gone: no longer alive for the processes it relayed connections to
@@ -362,7 +353,7 @@ async def test_a_table_whose_writes_are_refused_is_dropped_here_and_its_lease_le
     await until(lambda: table_id not in a.manager.tables, WAIT_S)
     assert not future.done() or future.exception() is not None or not future.result()[0]  # not acknowledged
     assert table_id not in a.cluster.owned and table_id not in a.store.fences
-    await until_async(lambda: lease_gone(a, table_id))
+    await until(lambda: lease_gone(a, table_id), WAIT_S, "the lease let go")
 
 
 async def lease_gone(process: Process, table_id: str) -> bool:
@@ -381,7 +372,7 @@ async def test_a_process_whose_loop_runs_keeps_its_tables_lease_after_lease(
     until_time = loop.time() + 6.5  # a loop silent for three lease times would have lost its leases by then
     while loop.time() < until_time:
         assert await a.cluster.leases.owner(table.id) == held
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # not a wait: the lease is checked over 6.5 s of running
     assert a.manager.tables.get(table.id) is table
 
 
