@@ -179,6 +179,14 @@ def page_with_games(client: TestClient, name: str) -> dict[str, Any] | None:
     return page if page["games"] else None
 
 
+def rated_page(client: TestClient, name: str, game: str) -> dict[str, Any] | None:
+    """The player's page once it shows ``game`` with its rating, for :func:`wait_for`. The match's rows, stats and
+    ratings are stored in one transaction, but the page reads them with separate statements, so one read may
+    straddle that commit (stats already there, rating not yet: a run in CI saw it): wait for the whole of it."""
+    page = page_with_games(client, name)
+    return page if page is not None and (page["games"].get(game) or {}).get("rating") else None
+
+
 def play_out(client: TestClient, table_id: str, token: str) -> None:
     """Play the token's seat to the end through a WebSocket (its first legal action each time): a person who
     leaves instead is last and rates nobody up (tests/test_server_ownership.py)."""
@@ -204,7 +212,7 @@ def test_a_match_against_a_bot_rates_the_player_and_the_bot(client: TestClient) 
     assert client.post(f"/api/tables/{table_id}/start", json={"token": token}).status_code == 200
     play_out(client, table_id, token)
     table = wait_status(client, table_id)
-    page = wait_for(lambda: page_with_games(client, "rin"), 30, "the match on the player's page")
+    page = wait_for(lambda: rated_page(client, "rin", "anemone"), 30, "the match and its rating on the player's page")
     assert page["name"] == me["name"] == "Rin"
     anemone = page["games"]["anemone"]
     assert anemone["matches"] == 1 and anemone["rating"]["matches"] == 1

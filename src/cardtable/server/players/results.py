@@ -1,13 +1,14 @@
 """Recording a finished match: one result row per seat, and new ratings for the rated players.
 
-:func:`record_finished` is the one call the table makes when its match ends. It reads the match's record back
-(to count each hand's Nerts calls and cards left in Nerts piles, and the anemones taken), then, in one
-transaction, stores a ``match_seats`` row for every seat (guests too, without an account) and updates the
-ratings (:mod:`cardtable.ratings`) of the accounts and bot levels that played, with a history row for each change.
+``table/match_results.py``'s ``record_finished`` is the one call the table makes when its match ends: it reads the
+match's record back (to count each hand's Nerts calls and cards left in Nerts piles, and the anemones taken), then
+:func:`record_results`, in one transaction, stores a ``match_seats`` row for every seat (guests too, without an
+account) and updates the ratings (:mod:`cardtable.ratings`) of the accounts and bot levels that played, with a
+history row for each change.
 Recording twice (a server restarted just after the end) changes nothing. An abandoned match is recorded too.
 
 Who is rated (``docs/protocol.md``, "Ratings"): a seat's result goes to the account that holds it when the match
-ends (``accounts.holding_accounts``), never to a deleted account, and an account on two seats of one match is
+ends (``players/account_seats.holding_accounts``), never to a deleted account, and an account on two seats of one match is
 rated on neither. A person who is *gone* at the end (left after the start, timed out so that a stand-in bot plays
 for them, or every person of an abandoned match) is last, and did not win. A person who is gone or never made a
 move of their own is *absent*: their own rating is updated as last place (or where their points put them)
