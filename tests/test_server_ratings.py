@@ -541,7 +541,9 @@ def test_a_partnership_nerts_match_stores_each_seats_calls_and_cards_left(client
     left = [sum(int(lay["nerts"]["count"]) for v in views for lay in v["layouts"] if seat in lay["seats"])
             for seat in range(4)]
     want = [{"nerts_calls": calls[seat], "cards_left": left[seat]} for seat in range(4)]
-    assert sum(calls) >= 1 and sum(left) >= 1  # real figures (which seat calls varies from run to run)
+    # Real figures, not all zeros: every hand ends with a Nerts call, or stalls with cards left in the piles (which
+    # seat calls varies from run to run, and a hand can end with every pile empty: a CI run saw calls 1, left 0).
+    assert sum(calls) + sum(left) >= 1
 
     result: MatchResult = client.portal.call(match_result, live)  # type: ignore[union-attr]
     assert result.teams == [[0, 2], [1, 3]]
