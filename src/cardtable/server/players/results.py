@@ -75,12 +75,8 @@ def _bot_account(conn: Connection, spec: str) -> int:
     if row is not None:
         return int(row.id)
     result = conn.execute(insert(a).values(kind="bot", name=spec, name_key=None, password_hash=None,
-                                           created=_now(), deleted=0))
+                                           created=now_iso(), deleted=0))
     return int(result.inserted_primary_key[0])  # type: ignore[index]
-
-
-def _now() -> str:
-    return now_iso()
 
 
 def final_ranks(result: MatchResult) -> tuple[list[int], set[int]]:
