@@ -9,6 +9,8 @@ connection to a table owned elsewhere is relayed to its owner and told to reconn
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -497,19 +499,23 @@ def db(postgres: Postgres) -> str:
     return new_database(postgres)
 
 
-@pytest.fixture
-def apps(db: str, redis_url: str) -> Iterator[list[TestClient]]:
-    """Three server processes (apps with ``--redis``) on one database and one Redis."""
-    with (
-        TestClient(create_app(db, RELAY_SETTINGS, redis_url)) as a,
-        TestClient(create_app(db, RELAY_SETTINGS, redis_url)) as b,
-        TestClient(create_app(db, RELAY_SETTINGS, redis_url)) as c,
-    ):
-        for app in (a, b, c):
+@contextlib.contextmanager
+def listening_apps(db: str, redis_url: str, settings: Settings, count: int) -> Iterator[list[TestClient]]:
+    """``count`` server processes (apps with ``--redis``) on one database and one Redis, each listening."""
+    with contextlib.ExitStack() as stack:
+        clients = [stack.enter_context(TestClient(create_app(db, settings, redis_url))) for _ in range(count)]
+        for app in clients:
             with SyncRedis.from_url(redis_url) as redis:
                 name = channel(cluster_of(app).process)
                 wait_for(lambda: redis.pubsub_numsub(name)[0][1], WAIT_S, "the process to listen")  # noqa: B023
-        yield [a, b, c]
+        yield clients
+
+
+@pytest.fixture
+def apps(db: str, redis_url: str) -> Iterator[list[TestClient]]:
+    """Three server processes (apps with ``--redis``) on one database and one Redis."""
+    with listening_apps(db, redis_url, RELAY_SETTINGS, 3) as clients:
+        yield clients
 
 
 def cluster_of(client: TestClient) -> Cluster:
@@ -620,3 +626,26 @@ def test_the_owner_ends_connections_relayed_from_a_process_that_stopped(
         redis.delete(ALIVE_PREFIX + cluster_of(b).process)
         a.portal.call(cluster_of(a).renew)  # type: ignore[union-attr]
         wait_for(lambda: connected(a, tid) == [False, False], WAIT_S, "the seat relayed from b let go")
+
+
+def test_a_relayed_connection_counts_against_its_clients_address_at_the_owner(
+    db: str, redis_url: str
+) -> None:
+    """The per-address cap of a table (``max_connections_per_address_per_table``) holds for connections relayed from
+    another process: the owner sees the client's own address, not the relaying process's, so a second connection
+    from one address is refused there (429, ``connection.address_limit``, closed) and accepted once the first is
+    gone."""
+    settings = dataclasses.replace(RELAY_SETTINGS, max_connections_per_address_per_table=1)
+    with listening_apps(db, redis_url, settings, 2) as (a, b):
+        made = a.post("/api/tables", json={"game": "nerts", "options": {"players": 2}}, headers=ORIGIN)
+        assert made.status_code == 201, made.text
+        tid = made.json()["table"]["id"]
+        with a.websocket_connect(f"/ws/tables/{tid}") as direct:
+            hello(direct, None)
+            with b.websocket_connect(f"/ws/tables/{tid}") as relayed:
+                relayed.send_json({"type": "hello", "token": None})
+                refused = relayed.receive_json()
+                assert (refused["type"], refused["code"]) == ("error", "connection.address_limit"), refused
+                assert close_code(relayed) == 1000
+        with b.websocket_connect(f"/ws/tables/{tid}") as relayed:
+            assert hello(relayed, None)["table"]["id"] == tid
