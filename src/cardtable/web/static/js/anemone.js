@@ -4,7 +4,7 @@ import { h, fill, toast, flipBefore, flipAfter } from './util.js';
 import { t, wordRefusal } from './i18n.js';
 import { creatureCard, anemoneChip, parseCreature } from './cards.js';
 import { seatNames, scoreTable, handOverDialog } from './scores.js';
-import { hintsFor, hintBubble } from './hints.js';
+import { hintsFor, hintBubble, touchScreen } from './hints.js';
 import { api, errorText } from './api.js';
 import { navigate } from './nav.js';
 import { nameOf, bdi } from './names.js';
@@ -151,8 +151,8 @@ export function mountTable(root, ctx) {
     const hint = live.over ? t('anemone.hand_finished') : !myTurn ? t('anemone.wait_turn') : discarding ? t('anemone.must_discard')
       : mineA.length ? t('anemone.choose_card') : t('anemone.choose_card_plain');
     const tip = live.over ? null : hintsFor([
-      { id: 'anemone.playable', when: myTurn && !discarding && playable.size > 0, text: t('hint.anemone_playable') },
-      { id: 'anemone.holder', when: myTurn && !discarding && mineA.length > 0, text: t('hint.anemone_holder') },
+      { id: 'anemone.playable', when: myTurn && !discarding && playable.size > 0, text: t(touchScreen() ? 'hint.anemone_playable_touch' : 'hint.anemone_playable') },
+      { id: 'anemone.holder', when: myTurn && !discarding && mineA.length > 0, text: t(touchScreen() ? 'hint.anemone_holder_touch' : 'hint.anemone_holder') },
     ]);
     fill(handBox,
       h('div.handhead', {},

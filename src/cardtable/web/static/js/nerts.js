@@ -381,7 +381,7 @@ export function mountTable(root, ctx) {
     const hint = hintsFor([
       { id: 'nerts.tofound', when: legal.some((a) => a.type === 'move' && String(a.to).startsWith('foundation')), text: t(touch ? 'hint.nerts_tap' : 'hint.nerts_dblclick') },
       { id: 'nerts.drag', when: legal.some((a) => a.type === 'move' && String(a.to).startsWith('work')), text: t('hint.nerts_drag') },
-      { id: 'nerts.flip', when: has('flip') && !legal.some((a) => a.type === 'move'), text: t('hint.nerts_flip') },
+      { id: 'nerts.flip', when: has('flip') && !legal.some((a) => a.type === 'move'), text: t(touch ? 'hint.nerts_flip_touch' : 'hint.nerts_flip') },
       { id: 'nerts.keys', when: !touch && (handNo > 0 || legal.some((a) => a.type === 'move')), text: t('hint.nerts_keys') },
     ]);
     // the hint sits at the top of the foundations' area (their cards shrink to make room): never over your cards
