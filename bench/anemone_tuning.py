@@ -1,7 +1,10 @@
 """Tuning our Enemy Anemone search against a stand-in for OpenSpiel's ISMCTS, in duplicate.
 
 Usage: ``python bench/anemone_tuning.py --variants "max_depth=1;paired=1" [--simulations 2500] [--deals 50]
-[--setting solo] [--jobs 2] [--out FILE]``; ``--summary --out FILE`` prints the figures of the games in ``FILE``.
+[--setting solo] [--jobs 2] [--ray [ADDRESS]] [--out FILE]``; ``--summary --out FILE`` prints the figures of the
+games in ``FILE``. The games are played through :func:`cardtable.sim.runner.parallel_map`: in ``--jobs`` processes,
+or with ``--ray`` on a Ray cluster (a local one of ``--jobs`` CPUs, or the one at ``ADDRESS``; ``bench/`` travels to
+its workers as their working directory, and every node needs cardtable and OpenSpiel), the same games either way.
 
 ``bench/anemone_vs_openspiel.py`` is the yardstick, and it is slow: OpenSpiel's bot spends about 2 s of CPU per
 move at 2,500 simulations on our game, so 200 four-seat games take hours. This bench plays against
@@ -40,12 +43,10 @@ import random
 import statistics
 import sys
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
-
-from rich.progress import Progress
 
 from cardtable.bots.ismcts import (
     LEVELS,
@@ -60,6 +61,7 @@ from cardtable.bots.ismcts import (
 from cardtable.engine import Action, View
 from cardtable.games.anemone import CODE, AnemoneMatch, AnemoneOptions, AnemoneState
 from cardtable.sim.anemone import wilson
+from cardtable.sim.runner import LOCAL, RayCluster, parallel_map, ray_cluster
 
 sys.path.insert(0, str(Path(__file__).parent))
 from anemone_vs_openspiel import budget_options
@@ -259,6 +261,17 @@ def _se(values: list[float]) -> float:
     return statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else math.nan
 
 
+def workers(ray: str | None, jobs: int | None) -> AbstractContextManager[RayCluster | None]:
+    """Where the games run: nowhere special (a local pool) without ``ray``; else a Ray cluster, local (``jobs``
+    CPUs, default every core) for :data:`~cardtable.sim.runner.LOCAL`, or at the address ``ray``, with this folder as
+    its workers' working directory (``anemone_vs_openspiel`` is imported from there). Raises
+    :class:`~cardtable.sim.runner.RayMissing` without Ray, ``ConnectionError`` for an address with no cluster."""
+    if ray is None:
+        return nullcontext()
+    here = {"working_dir": str(Path(__file__).parent)}
+    return ray_cluster(ray, cpus=jobs if ray == LOCAL else None, runtime_env=here)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -269,7 +282,16 @@ def main() -> None:
     parser.add_argument("--setting", choices=("solo", "pairs"), default="solo")
     parser.add_argument("--uct-c", type=float, default=10.0)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument(
+        "--jobs", type=int, help="processes (default 2); with --ray, tasks at a time (default: its CPUs)"
+    )
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const=LOCAL,
+        metavar="ADDRESS",
+        help="play on a Ray cluster: a local one without ADDRESS, else the one at ADDRESS (HOST:6379, ray://HOST:10001)",
+    )
     parser.add_argument("--out", type=Path, default=Path("out/anemone_tuning.jsonl"))
     parser.add_argument("--summary", action="store_true", help="print the figures of --out and stop")
     args = parser.parse_args()
@@ -295,13 +317,12 @@ def main() -> None:
         ]
         tasks = [task for task in tasks if _key(task) not in done]
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        with ProcessPoolExecutor(args.jobs) as pool, args.out.open("a") as out, Progress() as progress:
-            bar = progress.add_task("games", total=len(tasks))
-            for line in pool.map(play, tasks):
+        with workers(args.ray, args.jobs) as cluster, args.out.open("a") as out:
+            jobs = args.jobs or (cluster.cpus if cluster else 2)
+            for line in parallel_map(play, tasks, jobs, "games"):
                 out.write(json.dumps(line) + "\n")
                 out.flush()
                 lines.append(line)
-                progress.advance(bar)
     print("\n".join(summary(lines)))
 
 

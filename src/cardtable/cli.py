@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,8 +17,39 @@ from rich.table import Table
 from cardtable import records
 from cardtable.replay import IllegalRecordAction, ReplayResult, fold
 from cardtable.serve_options import given, with_setting_options
+from cardtable.sim.runner import LOCAL, RayMissing, ray_cluster
 
-app = typer.Typer(help="cardtable: Nerts and Enemy Anemone, with friends and bots.", no_args_is_help=True)
+
+def bare_ray(args: Sequence[str]) -> list[str]:
+    """``args`` with :data:`~cardtable.sim.runner.LOCAL` after each ``--ray`` given without an address (last, or
+    before another option), so that ``--ray`` alone means a local cluster and ``--ray ADDRESS`` connects (Typer's
+    options take no optional value). Arguments after ``--`` are left as they are.
+
+    >>> bare_ray(["simulate", "nerts", "--ray", "--jobs", "2"])
+    ['simulate', 'nerts', '--ray', 'local', '--jobs', '2']
+    >>> bare_ray(["simulate", "nerts", "--ray", "ray://head:10001"])
+    ['simulate', 'nerts', '--ray', 'ray://head:10001']
+    """
+    out: list[str] = []
+    for index, arg in enumerate(args):
+        if arg == "--":
+            return out + list(args[index:])
+        out.append(arg)
+        if arg == "--ray" and (index + 1 == len(args) or args[index + 1].startswith("-")):
+            out.append(LOCAL)
+    return out
+
+
+class _Cardtable(typer.Typer):
+    """The ``cardtable`` command: Typer, with ``--ray`` allowed without a value (:func:`bare_ray`)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not args:
+            kwargs["args"] = bare_ray(kwargs.get("args") or sys.argv[1:])
+        return super().__call__(*args, **kwargs)
+
+
+app = _Cardtable(help="cardtable: Nerts and Enemy Anemone, with friends and bots.", no_args_is_help=True)
 simulate_app = typer.Typer(help="Play bot-only hands or games and summarise them.", no_args_is_help=True)
 app.add_typer(simulate_app, name="simulate")
 
@@ -93,6 +128,35 @@ def replay(
         _print_result(result, record.seats)
 
 
+RayOption = Annotated[
+    str | None,
+    typer.Option(
+        "--ray",
+        metavar="[ADDRESS]",
+        help="Run on a Ray cluster (needs Ray: pip install ray): --ray alone starts a local one of --jobs CPUs; "
+        "--ray HOST:6379 (from a node of the cluster), auto or ray://HOST:10001 connects to one, at most --jobs "
+        "tasks at a time (default: its CPUs). Same results as --jobs N for the same seed; see docs/deploy.md.",
+    ),
+]
+
+
+@contextmanager
+def _workers(ray: str | None, jobs: int | None, default: int) -> Iterator[int]:
+    """The jobs a simulate command runs with: ``jobs`` (or ``default``) local processes; with ``--ray``, inside a
+    Ray cluster (:func:`~cardtable.sim.runner.ray_cluster`, local with ``jobs`` CPUs, or at ``ray``), ``jobs`` or the
+    cluster's CPUs. Exits 1 with a message when Ray is missing or the cluster cannot be reached."""
+    if ray is None:
+        yield jobs or default
+        return
+    with ExitStack() as stack:
+        try:
+            cluster = stack.enter_context(ray_cluster(ray, cpus=jobs if ray == LOCAL else None))
+        except (RayMissing, ConnectionError, ValueError) as error:
+            typer.echo(f"error: --ray: {error}", err=True)
+            raise typer.Exit(1) from None
+        yield jobs or cluster.cpus
+
+
 @simulate_app.command("nerts")
 def simulate_nerts(
     players: Annotated[int, typer.Option(min=1, max=8, help="Seats, all bots.")] = 4,
@@ -103,7 +167,9 @@ def simulate_nerts(
     ] = "greedy",
     seed: Annotated[int, typer.Option(help="Seed of the first deal; the rest follow from it.")] = 1,
     out: Annotated[Path | None, typer.Option(help="Write every record as a JSON line here.")] = None,
-    jobs: Annotated[int, typer.Option(min=0, help="Processes (0: one per core).")] = 0,
+    jobs: Annotated[
+        int, typer.Option(min=0, help="Processes (0: one per core, or with --ray the cluster's CPUs).")
+    ] = 0,
     match: Annotated[bool, typer.Option("--match", help="Play whole matches to the target score.")] = False,
     delays: Annotated[
         str | None,
@@ -115,11 +181,10 @@ def simulate_nerts(
     rotate: Annotated[
         bool, typer.Option(help="Replay each deal with the seats rotated (paired deals) so luck cancels.")
     ] = True,
+    ray: RayOption = None,
 ) -> None:
     """Bots play Nerts on a simulated clock (reaction times, network delays, races ordered as at a table);
     prints per-bot win rates, points, Nerts calls and cards left with 95% intervals."""
-    import os
-
     from cardtable.sim import nerts
 
     specs = [spec.strip() for spec in bots.split(",") if spec.strip()]
@@ -128,22 +193,23 @@ def simulate_nerts(
     except ValueError:
         typer.echo(f"error: --delays: whole ms separated by commas, not {delays!r}", err=True)
         raise typer.Exit(1) from None
-    try:
-        nerts.run(
-            players=players,
-            hands=hands,
-            seed=seed,
-            out=out,
-            jobs=jobs or os.cpu_count() or 1,
-            match_mode=match,
-            bots=specs,
-            delays=lags,
-            cap_ms=cap_ms,
-            rotate=rotate,
-        )
-    except ValueError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(1) from None
+    with _workers(ray, jobs or None, os.cpu_count() or 1) as workers:
+        try:
+            nerts.run(
+                players=players,
+                hands=hands,
+                seed=seed,
+                out=out,
+                jobs=workers,
+                match_mode=match,
+                bots=specs,
+                delays=lags,
+                cap_ms=cap_ms,
+                rotate=rotate,
+            )
+        except ValueError as error:
+            typer.echo(f"error: {error}", err=True)
+            raise typer.Exit(1) from None
 
 
 @simulate_app.command("anemone")
@@ -153,17 +219,21 @@ def simulate_anemone(
     bots: Annotated[str, typer.Option(help="Comma-separated bot specs, cycled over the seats.")] = "heuristic,random",
     seed: Annotated[int, typer.Option(help="Seed of the first deal.")] = 1,
     out: Annotated[Path | None, typer.Option(help="Write every record as a JSON line here.")] = None,
-    jobs: Annotated[int, typer.Option(min=1, help="Processes.")] = 1,
+    jobs: Annotated[
+        int | None, typer.Option(min=1, help="Processes (default 1; with --ray, the cluster's CPUs).")
+    ] = None,
+    ray: RayOption = None,
 ) -> None:
     """Bots play Enemy Anemone games with seats rotated; prints win rates with 95% intervals."""
     from cardtable.sim import anemone
 
     specs = [spec.strip() for spec in bots.split(",") if spec.strip()]
-    try:
-        anemone.run(players=players, games=games, bots=specs, seed=seed, jobs=jobs, out=out)
-    except ValueError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(1) from None
+    with _workers(ray, jobs, 1) as workers:
+        try:
+            anemone.run(players=players, games=games, bots=specs, seed=seed, jobs=workers, out=out)
+        except ValueError as error:
+            typer.echo(f"error: {error}", err=True)
+            raise typer.Exit(1) from None
 
 
 def main() -> None:
