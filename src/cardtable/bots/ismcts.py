@@ -16,9 +16,12 @@ halving at the root, the surviving one).
 Budgets (:data:`LEVELS`): a number of simulations and a wall-clock cap per move, whichever comes first.
 
 Speed: the tree walk generates the engine's moves itself (:func:`fast_moves`, tested equal to
-:meth:`AnemoneState.moves`), computes the root's moves once, and copies the rebuilt state only around each
-sample's hands and deck. ``bench/anemone_vs_openspiel.py`` prints simulations per second against the search as
-first written.
+:meth:`AnemoneState.moves`; the moves without anemones are tuples made once), computes the root's moves once, and
+copies the rebuilt state only around each sample's hands and deck. The playout takes anemones with the engine's
+own rule (:func:`~cardtable.games.anemone.anemone_taken`). This module and the engine also compile with mypyc
+as they are (``mypyc cardtable/games/anemone.py cardtable/bots/ismcts.py`` in ``src``), choosing the same moves
+about three times as fast; the package is not built that way (yet). ``bench/anemone_vs_openspiel.py`` prints
+simulations per second against the search as first written, and against issue 28's goal.
 """
 
 from __future__ import annotations
@@ -37,9 +40,9 @@ from cardtable.games.anemone import (
     RANK_OF,
     SUIT_OF,
     AnemoneState,
+    anemone_taken,
     card_number,
     game_cards,
-    take_anemone,
 )
 
 _SUIT_BIT: tuple[int, ...] = tuple(1 << suit for suit in SUIT_OF)
@@ -434,16 +437,8 @@ def playout(
                 low = value
                 lowest = seat
         points[winner] += gained
-        # the lowest takes an anemone: the engine's take_anemone, its two common cases inline
-        held = anemones[lowest]
-        if 1 in held:
-            held.remove(1)
-            held.append(2)
-        elif supply:
-            held.append(1)
-            supply -= 1
-        else:
-            supply, _event = take_anemone(anemones, supply, lowest)
+        # the lowest takes an anemone: the engine's rule, without its event
+        supply = anemone_taken(anemones, supply, lowest)[0]
         if deck:
             for seat in (winner, 1 - winner):
                 hands[seat].extend(deck[:2])
@@ -466,6 +461,11 @@ _WIN_KEY: tuple[int, ...] = tuple(RANK_OF[card] - 2 * POINTS_OF[card] for card i
 """The smart playout's winning card: the lowest, a 3, 5 or 8 counting 2 ranks lower (its points come along)."""
 _DUMP_KEY: tuple[int, ...] = tuple(16 * POINTS_OF[card] + RANK_OF[card] for card in range(60))
 """The smart playout's card that cannot win: the lowest that is not a 3, 5 or 8 (the winner takes it)."""
+
+_PLAY: tuple[Move, ...] = tuple((True, card, ()) for card in range(60))
+"""The move that plays ``card`` with no anemones, by card number (made once: no tuple built per move)."""
+_DISCARD: tuple[Move, ...] = tuple((False, card, ()) for card in range(60))
+"""The move that discards ``card``, by card number."""
 
 _LOG: list[float] = [0.0]
 """``_LOG[n]`` is ``math.log(n)`` (grown as searches need it)."""
@@ -492,9 +492,11 @@ def _moves_without_spends(state: AnemoneState) -> tuple[list[Move] | None, list[
     playable = [card for card in hand if not mask & suit_bit[card]]
     held = state.anemones[turn]
     if not playable:
-        return [(False, card, ()) for card in hand], playable, held
+        discard = _DISCARD
+        return [discard[card] for card in hand], playable, held
     if not held:
-        return [(True, card, ()) for card in playable], playable, held
+        play = _PLAY
+        return [play[card] for card in playable], playable, held
     return None, playable, held
 
 
@@ -547,13 +549,16 @@ def sensible_moves(state: AnemoneState) -> list[Move]:
     high = max((play[3] for play in state.trick), default=-1)
     players = state.players
     leader = state.leader
-    later = [sum(anemones[(leader + j) % players]) for j in range(state.turns_taken + 1, state.turns_per_trick)]
+    later = [
+        sum(anemones[(leader + j) % players]) for j in range(state.turns_taken + 1, state.turns_per_trick)
+    ]
     need = max(high, 11 + max(later)) if later else high
     moves: list[Move] = []
     rank_of = RANK_OF
+    play = _PLAY
     for card in playable:
         rank = rank_of[card]
-        moves.append((True, card, ()))
+        moves.append(play[card])
         for total in range(max(1, high - rank), min(most, need - rank) + 1):
             spend = totals[total]
             if spend is not None:
@@ -715,7 +720,9 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
             elif sims > 1:
                 hands, deck = sample(rng)
             # a simulation uses up the lists it is given: one shared by a pass is copied
-            state = base.with_hidden([h[:] for h in hands], deck[:]) if paired else base.with_hidden(hands, deck)
+            state = (
+                base.with_hidden([h[:] for h in hands], deck[:]) if paired else base.with_hidden(hands, deck)
+            )
             node = root
             moves = root_moves
             if plan is not None:
@@ -799,7 +806,9 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
                 count = mast_count[card] + 1
                 mast_count[card] = count
                 reward = rewards[key >> 6]
-                mast_value[card] = reward if count == 1 else mast_value[card] + (reward - mast_value[card]) / count
+                mast_value[card] = (
+                    reward if count == 1 else mast_value[card] + (reward - mast_value[card]) / count
+                )
             played.clear()
         walk: _Node | None = node
         while walk is not None:

@@ -44,6 +44,8 @@ SUIT_OF: tuple[int, ...] = tuple(card // 10 for card in range(60))
 RANK_OF: tuple[int, ...] = tuple(card % 10 + 1 for card in range(60))
 POINTS_OF: tuple[int, ...] = tuple(2 if card % 10 + 1 in BONUS_RANKS else 1 for card in range(60))
 """Points a card is worth in a score pile: 1, or 2 for a 3, 5 or 8."""
+SUIT_BIT: tuple[int, ...] = tuple(1 << (card // 10) for card in range(60))
+"""A card's suit as a bit of :attr:`AnemoneState.trick_suit_mask`: ``1 << SUIT_OF[card]``."""
 
 _NUMBER: dict[str, int] = {code: number for number, code in enumerate(CODE)}
 
@@ -106,18 +108,7 @@ class AnemoneOptions:
     random_first_leader: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("players", "rounds"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"option {name!r}: expected a whole number, not {value!r}")
-        if not 2 <= self.players <= 6:
-            raise ValueError(f"option 'players': must be 2 to 6, not {self.players}")
-        if not 1 <= self.rounds <= 10:
-            raise ValueError(f"option 'rounds': must be 1 to 10, not {self.rounds}")
-        if not isinstance(self.random_first_leader, bool):
-            raise ValueError(
-                f"option 'random_first_leader': expected true or false, not {self.random_first_leader!r}"
-            )
+        _check_options(self.players, self.rounds, self.random_first_leader)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AnemoneOptions:
@@ -131,7 +122,17 @@ class AnemoneOptions:
         for key in data:
             if key not in known:
                 raise ValueError(f"option {key!r}: unknown option (known: {', '.join(sorted(known))})")
-        return cls(**{key: data[key] for key in known if key in data})
+        values = {key: data[key] for key in known if key in data}
+        # checked before the fields are set too: a class compiled with mypyc checks their types on its own
+        _check_options(
+            values.get("players", 4), values.get("rounds", 4), values.get("random_first_leader", False)
+        )
+        return cls(**values)
+
+    def __reduce__(self) -> tuple[type[AnemoneOptions], tuple[int, int, bool]]:
+        """Pickled and copied through the constructor (a frozen class compiled with mypyc cannot be filled in
+        field by field, as pickle's default does)."""
+        return AnemoneOptions, (self.players, self.rounds, self.random_first_leader)
 
     def to_dict(self) -> dict[str, Any]:
         """Every option, JSON-ready."""
@@ -140,6 +141,20 @@ class AnemoneOptions:
             "rounds": self.rounds,
             "random_first_leader": self.random_first_leader,
         }
+
+
+def _check_options(players: object, rounds: object, random_first_leader: object) -> None:
+    """Raise ``ValueError`` naming the first bad option ("Options")."""
+    for name, value in (("players", players), ("rounds", rounds)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"option {name!r}: expected a whole number, not {value!r}")
+    assert isinstance(players, int) and isinstance(rounds, int)
+    if not 2 <= players <= 6:
+        raise ValueError(f"option 'players': must be 2 to 6, not {players}")
+    if not 1 <= rounds <= 10:
+        raise ValueError(f"option 'rounds': must be 1 to 10, not {rounds}")
+    if not isinstance(random_first_leader, bool):
+        raise ValueError(f"option 'random_first_leader': expected true or false, not {random_first_leader!r}")
 
 
 OPTION_SPECS: list[OptionSpec] = [
@@ -165,15 +180,31 @@ def take_anemone(
     supply, else given as above arriving +2 side up. The event is
     ``{"type": "anemone", "seat": s, "how": "flip" | "supply" | "given" | "none", "from": giver or None, "face": f}``.
     """
+    supply, how, giver, face = anemone_taken(anemones, supply, seat, plus_two)
+    return supply, {
+        "type": "anemone",
+        "seat": seat,
+        "how": how,
+        "from": giver if giver >= 0 else None,
+        "face": face,
+    }
+
+
+def anemone_taken(
+    anemones: list[list[int]], supply: int, seat: int, plus_two: bool = False
+) -> tuple[int, str, int, int]:
+    """:func:`take_anemone` without its event, for playouts: ``(new supply, how, giver or -1, face)``
+    ("Taking an anemone"); mutates ``anemones``. ``how`` is ``"flip"``, ``"supply"``, ``"given"`` or ``"none"``,
+    ``face`` the face the seat got (0 for none)."""
     held = anemones[seat]
     face = 2 if plus_two else 1
     if not plus_two and 1 in held:
         held.remove(1)
         held.append(2)
-        return supply, {"type": "anemone", "seat": seat, "how": "flip", "from": None, "face": 2}
+        return supply, "flip", -1, 2
     if supply > 0:
         held.append(face)
-        return supply - 1, {"type": "anemone", "seat": seat, "how": "supply", "from": None, "face": face}
+        return supply - 1, "supply", -1, face
     players = len(anemones)
     giver = -1
     most = 0
@@ -184,11 +215,11 @@ def take_anemone(
             most = count
             giver = other
     if giver < 0:
-        return supply, {"type": "anemone", "seat": seat, "how": "none", "from": None, "face": 0}
+        return supply, "none", -1, 0
     given = anemones[giver]
     given.remove(1 if 1 in given else 2)
     held.append(face)
-    return supply, {"type": "anemone", "seat": seat, "how": "given", "from": giver, "face": face}
+    return supply, "given", giver, face
 
 
 # --------------------------------------------------------------------------------------------------- the hand
@@ -235,6 +266,10 @@ class AnemoneState:
         "turns_per_trick",
         "turns_taken",
     )
+
+    def __init__(self) -> None:
+        """An empty state with no fields set: build one with :meth:`new`, :meth:`from_view` or
+        :meth:`AnemoneMatch.start_hand`. (No ``__new__`` tricks, so that mypyc can compile the class.)"""
 
     players: int
     """Seats at the table, 2 to 6; seats are numbered 0 to ``players - 1``, clockwise."""
@@ -303,7 +338,7 @@ class AnemoneState:
         ``round``/``rounds`` (1-based hand number, hands in the match) only appear in the view. No checks: the
         match checks deals (:meth:`AnemoneMatch.check_deal`).
         """
-        self = cls.__new__(cls)
+        self = cls()
         players = len(hands)
         self.players = players
         self.turns_per_trick = 4 if players == 2 else players
@@ -396,7 +431,7 @@ class AnemoneState:
         """An independent copy whose hands and draw deck are ``hands`` and ``deck`` (card codes, one list per
         seat; used as they are, not copied): a determinization's deal for search bots. Everything else (anemones,
         piles, points, the trick, history) is copied from this state."""
-        other = AnemoneState.__new__(AnemoneState)
+        other = AnemoneState()
         other.players = self.players
         other.turns_per_trick = self.turns_per_trick
         other.hands = hands
@@ -423,7 +458,8 @@ class AnemoneState:
     def playable_cards(self) -> list[int]:
         """Cards the seat to act may play into the trick (suits not yet in it); empty means it must discard."""
         mask = self.trick_suit_mask
-        return [card for card in self.hands[self.turn] if not (mask >> SUIT_OF[card]) & 1]
+        suit_bit = SUIT_BIT
+        return [card for card in self.hands[self.turn] if not mask & suit_bit[card]]
 
     def moves(self) -> list[tuple[bool, int, tuple[int, ...]]]:
         """Every legal move of the seat to act as ``(is_play, card, anemone faces)``; empty once over."""
@@ -454,7 +490,7 @@ class AnemoneState:
                     value += face
                 self.supply += len(anemones)
             self.trick.append((seat, card, anemones, value, order))
-            self.trick_suit_mask |= 1 << SUIT_OF[card]
+            self.trick_suit_mask |= SUIT_BIT[card]
             if events is not None:
                 events.append(
                     {
@@ -478,22 +514,25 @@ class AnemoneState:
         self._finish_trick(events)
 
     def _finish_trick(self, events: list[Event] | None) -> None:
+        """The end of a full trick ("A trick", steps 4-5; "The 2-seat variant"): the highest value takes the
+        cards and the lowest takes an anemone (ties: the later-played card), with 2 seats each draws two (the
+        winner first); the winner leads next. Events are appended to ``events`` when given."""
         trick = self.trick
-        winner = lowest = trick[0][0]
-        high = low = trick[0][3]
-        for play in trick:
-            value = play[3]
+        winner, _card, _faces, high, _order = trick[0]
+        lowest = winner
+        low = high
+        gained = 0
+        points_of = POINTS_OF
+        for seat, card, _faces, value, _order in trick:
             if value >= high:
                 high = value
-                winner = play[0]
+                winner = seat
             if value <= low:
                 low = value
-                lowest = play[0]
-        pile = self.score_piles[winner]
-        gained = 0
-        for play in trick:
-            pile.append(play[1])
-            gained += POINTS_OF[play[1]]
+                lowest = seat
+            gained += points_of[card]
+        pile = [play[1] for play in trick]
+        self.score_piles[winner].extend(pile)
         self.points[winner] += gained
         self.history.append((self.leader, tuple(trick), tuple(self.trick_discards), winner, lowest))
         if events is not None:
@@ -502,16 +541,19 @@ class AnemoneState:
                     "type": "trick_won",
                     "winner": winner,
                     "lowest": lowest,
-                    "cards": [CODE[p[1]] for p in trick],
+                    "cards": [CODE[c] for c in pile],
                 }
             )
-        self.supply, event = take_anemone(self.anemones, self.supply, lowest)
-        if events is not None:
+        if events is None:
+            self.supply = anemone_taken(self.anemones, self.supply, lowest)[0]
+        else:
+            self.supply, event = take_anemone(self.anemones, self.supply, lowest)
             events.append(event)
-        if self.deck:
+        deck = self.deck
+        if deck:
             for seat in (winner, 1 - winner):
-                drawn = self.deck[:2]
-                del self.deck[:2]
+                drawn = deck[:2]
+                del deck[:2]
                 self.hands[seat].extend(drawn)
                 if events is not None:
                     events.append(
@@ -530,23 +572,90 @@ class AnemoneState:
 
     def playout(self, rng: random.Random, anemone_chance: float = 0.1) -> None:
         """Play the hand to its end at random: a uniformly random card; anemones, when held, with probability
-        ``anemone_chance`` (a random sub-multiset). Used by benchmarks and searching bots."""
+        ``anemone_chance`` (a random sub-multiset). Used by benchmarks and searching bots.
+
+        The same moves as :meth:`step` makes, without events, with the trick's turns inlined (the trick's end is
+        :meth:`_finish_trick`, as for :meth:`step`): every field is brought up to date, history included."""
+        if self.over:
+            return
         hands = self.hands
+        anemones = self.anemones
+        score_piles = self.score_piles
+        points = self.points
         rand = rng.random
-        while not self.over:
-            mask = self.trick_suit_mask
-            hand = hands[self.turn]
-            playable = [card for card in hand if not (mask >> SUIT_OF[card]) & 1]
-            if playable:
-                card = playable[int(rand() * len(playable))]
-                held = self.anemones[self.turn]
-                if held and rand() < anemone_chance:
-                    subs = _sub_multisets(held)
-                    self.step(True, card, subs[int(rand() * len(subs))])
-                else:
-                    self.step(True, card)
+        suit_bit = SUIT_BIT
+        rank_of = RANK_OF
+        players = self.players
+        turns_per_trick = self.turns_per_trick
+        leader = self.leader
+        turn = self.turn
+        taken = self.turns_taken
+        mask = self.trick_suit_mask
+        trick = self.trick
+        discards = self.trick_discards
+        supply = self.supply
+        while True:
+            hand = hands[turn]
+            # the k-th playable card in hand order, k uniformly random: counted, then found, without building the
+            # list of playable cards (no allocation per turn: what makes the loop fast once compiled with mypyc)
+            playable = 0
+            if mask:
+                for card in hand:
+                    if not mask & suit_bit[card]:
+                        playable += 1
             else:
-                self.step(False, hand[int(rand() * len(hand))])
+                playable = len(hand)
+            if playable:
+                k = int(rand() * playable)
+                if mask:
+                    at = 0
+                    while True:
+                        card = hand[at]
+                        if not mask & suit_bit[card]:
+                            if not k:
+                                break
+                            k -= 1
+                        at += 1
+                    del hand[at]
+                else:
+                    card = hand.pop(k)
+                value = rank_of[card]
+                held = anemones[turn]
+                if held and rand() < anemone_chance:
+                    # a sub-multiset in _sub_multisets' order: i +1s and j +2s at index i * (twos + 1) + j
+                    ones = held.count(1)
+                    twos = len(held) - ones
+                    i, j = divmod(int(rand() * ((ones + 1) * (twos + 1))), twos + 1)
+                    faces = (1,) * i + (2,) * j
+                    for face in faces:
+                        held.remove(face)
+                    value += i + 2 * j
+                    supply += i + j
+                else:
+                    faces = ()
+                trick.append((turn, card, faces, value, taken))
+                mask |= suit_bit[card]
+            else:
+                card = hand[int(rand() * len(hand))]
+                hand.remove(card)
+                discards.append((turn, card, taken))
+                score_piles[turn].append(card)
+                points[turn] += POINTS_OF[card]
+            taken += 1
+            if taken < turns_per_trick:
+                turn = (leader + taken) % players
+                continue
+            self.supply = supply
+            self.turns_taken = taken
+            self._finish_trick(None)
+            if self.over:
+                return
+            supply = self.supply
+            trick = self.trick
+            discards = self.trick_discards
+            leader = turn = self.leader
+            taken = 0
+            mask = 0
 
     # ------------------------------------------------------------------ HandState
 
@@ -614,7 +723,9 @@ class AnemoneState:
             raise IllegalAction("the table takes no actions in Enemy Anemone", code="anemone.table_action")
         if isinstance(seat, bool) or not isinstance(seat, int) or not 0 <= seat < self.players:
             raise IllegalAction(
-                f"no seat {seat!r}", code="action.no_seat", params={"seat": _plain(seat), "seats": self.players}
+                f"no seat {seat!r}",
+                code="action.no_seat",
+                params={"seat": _plain(seat), "seats": self.players},
             )
         if seat != self.turn:
             raise IllegalAction(
@@ -624,7 +735,9 @@ class AnemoneState:
             )
         code = action.get("card")
         if not isinstance(code, str):
-            raise IllegalAction(f"a {kind} action needs a card code", code="anemone.needs_card", params={"type": kind})
+            raise IllegalAction(
+                f"a {kind} action needs a card code", code="anemone.needs_card", params={"type": kind}
+            )
         try:
             card = card_number(code)
         except ValueError as error:
@@ -689,7 +802,9 @@ class AnemoneState:
         or anemones the seat does not hold, breaks the suit rule, or ``ms`` went backwards.
         """
         if isinstance(ms, bool) or not isinstance(ms, int):
-            raise IllegalAction(f"ms must be a whole number, not {ms!r}", code="action.bad_time", params={"ms": _plain(ms)})
+            raise IllegalAction(
+                f"ms must be a whole number, not {ms!r}", code="action.bad_time", params={"ms": _plain(ms)}
+            )
         if ms < self.last_ms:
             raise IllegalAction(
                 f"time went backwards ({ms} ms after {self.last_ms} ms)",
@@ -790,7 +905,7 @@ class AnemoneMatch:
         """An independent copy of the match: the hand in play copied with :meth:`AnemoneState.copy`, ``totals``,
         ``results`` and the anemones kept between hands in new lists (the :class:`~cardtable.engine.HandResult`
         entries shared: they are never changed). The ``options`` are shared (frozen)."""
-        other: AnemoneMatch = AnemoneMatch.__new__(AnemoneMatch)
+        other = AnemoneMatch(self.options)
         other.options = self.options
         other.players = self.players
         other.totals = self.totals[:]
