@@ -24,7 +24,10 @@ extra);
 - Speed: our search from four-seat positions (first moves of hands, and positions later in hands), a fixed number
   of simulations each: simulations per CPU second (and per wall-clock second), and the ratio to the baseline
   measured in the same run: the search as first written (:func:`baseline_search`: the same tree search on the
-  engine's ``AnemoneState.moves``/``copy``/``playout``, and a card-by-card deal).
+  engine's ``AnemoneState.moves``/``copy``/``playout``, and a card-by-card deal); then the rate at each position
+  and issue 28's goal line (>= 30,000 simulations per CPU second at every position, first moves of a hand
+  included). To compare two versions of the search in the same conditions, run ``--games 0`` twice in a row with
+  ``PYTHONPATH`` pointing at each version's ``src``.
 - OpenSpiel's bot alone (``--openspiel-positions``): CPU milliseconds per move on our game and on
   :class:`PlainGame` (the game without its shortcuts and caches) from the same positions, the ratio, and whether
   both chose the same moves with the same root visit counts (a digest, to compare versions of the game too).
@@ -236,6 +239,10 @@ def baseline_search(view: View, budget: Budget, rng: random.Random) -> tuple[Mov
     return best_move, visits
 
 
+SPEED_GOAL = 30_000
+"""Issue 28's goal: our search's simulations per CPU second, at every position of :func:`speed`."""
+
+
 def speed(positions: int, seed: int, simulations: int = 4000) -> None:
     """Simulations per second of our search and of the baseline (the search as first written).
 
@@ -293,6 +300,18 @@ def speed(positions: int, seed: int, simulations: int = 4000) -> None:
     print(
         f"speed, 1 s per move: {statistics.mean(rates['second']):,.0f} simulations on average "
         f"(min {min(rates['second']):,.0f}), with {statistics.mean(rates['share']):.0%} of a core",
+        flush=True,
+    )
+    worst = min(rates["fast"])
+    print(
+        f"speed by position (simulations per CPU second; even positions are first moves of a hand): "
+        f"{', '.join(f'{r:,.0f}' for r in rates['fast'])}",
+        flush=True,
+    )
+    verdict = "met" if worst >= SPEED_GOAL else "NOT met"
+    print(
+        f"goal: >= {SPEED_GOAL:,} simulations per CPU second at every position: {verdict} "
+        f"(worst {worst:,.0f}, {worst / SPEED_GOAL:.2f} x the goal; mean {fast / SPEED_GOAL:.2f} x)",
         flush=True,
     )
 
