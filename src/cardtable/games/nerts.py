@@ -70,6 +70,11 @@ for _pack in range(_MAX_PACKS):
             RED.append(-1)
             JOKER.append(True)
 
+# A card fits on a work pile's top card exactly when FITS[top] == NEEDS[card] (one rank lower, the other colour);
+# jokers never match here (with jokers on, ``_consistent`` decides)
+FITS: list[int] = [RANK[c] * 2 + RED[c] if not JOKER[c] else -2 for c in range(len(CODE))]
+NEEDS: list[int] = [(RANK[c] + 1) * 2 + 1 - RED[c] if not JOKER[c] else -3 for c in range(len(CODE))]
+
 _SUIT_NAMES = ("spades", "hearts", "diamonds", "clubs")
 
 
@@ -344,8 +349,61 @@ class _Foundation:
 
 _WORK_NAMES = [f"work:{j}" for j in range(6)]
 _WORK_REFS = {name: j for j, name in enumerate(_WORK_NAMES)}
+
+# Every action ``legal_actions`` lists but a joker's ``as`` plays is built once, here, and shared by every list of
+# every hand (``legal_actions``: "treat them as read-only"). Sources by index: 0 the Nerts pile, 1 the waste,
+# 2 + j work pile j.
+_SOURCES = ["nerts", "waste", *_WORK_NAMES]
+_MAX_FOUNDATIONS = 64  # 8 packs of 4 aces and 2 jokers start at most 48
+_MAX_RUN = 14  # a work pile holds at most 13 cards (king down to ace, jokers standing in)
+_TO_WORK: list[list[Action]] = [[{"type": "move", "from": s, "to": w} for w in _WORK_NAMES] for s in _SOURCES]
+_UNDER: list[list[Action]] = [[{"type": "under", "from": s, "to": w} for w in _WORK_NAMES] for s in _SOURCES]
+_RUN: list[list[list[Action]]] = [
+    [[{"type": "move", "from": a, "to": b, "count": k} for k in range(_MAX_RUN)] for b in _WORK_NAMES]
+    for a in _WORK_NAMES
+]
+_TO_NEW: list[Action] = [{"type": "move", "from": s, "to": "foundation:new"} for s in _SOURCES]
+_TO_FOUNDATION: list[list[Action]] = [
+    [{"type": "move", "from": s, "to": f"foundation:{fid}"} for fid in range(_MAX_FOUNDATIONS)]
+    for s in _SOURCES
+]
+# id -> (action, source index, destination, count) of each move above: destination j for work pile j, -1 for a new
+# foundation, -2 - ID for foundation ID. Only ``apply`` reads it, to skip parsing an action it built itself.
+_PARSED: dict[int, tuple[Action, int, int, int]] = {}
+for _s in range(len(_SOURCES)):
+    _PARSED[id(_TO_NEW[_s])] = (_TO_NEW[_s], _s, -1, 1)
+    for _j in range(len(_WORK_NAMES)):
+        _PARSED[id(_TO_WORK[_s][_j])] = (_TO_WORK[_s][_j], _s, _j, 1)
+    for _fid in range(_MAX_FOUNDATIONS):
+        _PARSED[id(_TO_FOUNDATION[_s][_fid])] = (_TO_FOUNDATION[_s][_fid], _s, -2 - _fid, 1)
+for _i in range(len(_WORK_NAMES)):
+    for _j in range(len(_WORK_NAMES)):
+        for _k in range(1, _MAX_RUN):
+            _PARSED[id(_RUN[_i][_j][_k])] = (_RUN[_i][_j][_k], _i + 2, _j, _k)
+_FLIP: Action = {"type": "flip"}
+_CYCLE: Action = {"type": "cycle"}
+_STUCK: Action = {"type": "stuck"}
+_CALL: Action = {"type": "nerts"}
+
+
+def _run_action(i: int, j: int, k: int) -> Action:
+    """Move the top ``k`` cards of work pile ``i`` onto work pile ``j``."""
+    if k < _MAX_RUN:
+        return _RUN[i][j][k]
+    return {"type": "move", "from": _WORK_NAMES[i], "to": _WORK_NAMES[j], "count": k}  # pragma: no cover
+
+
+def _found_action(src: int, fid: int) -> Action:
+    """Move the top card of source ``src`` onto foundation ``fid``."""
+    if fid < _MAX_FOUNDATIONS:
+        return _TO_FOUNDATION[src][fid]
+    return {"type": "move", "from": _SOURCES[src], "to": f"foundation:{fid}"}  # pragma: no cover
+
+
 _MOVE_KEYS = frozenset({"type", "from", "to", "count", "as"})
 _UNDER_KEYS = frozenset({"type", "from", "to"})
+_TYPE_ONLY = frozenset({"type"})
+_NO_TIES: list[_Foundation] = []  # never changed
 
 
 class NertsState:
@@ -388,10 +446,22 @@ class NertsState:
         # list (_touch), per foundation its view, and the view every seat shares until the next applied action
         self._layout_views: list[dict[str, Any] | None] = [None] * n_layouts
         self._layout_moves: list[list[Action] | None] = [None] * n_layouts
+        # per layout what depends on its work piles alone, kept while they are unchanged (_touch with work=True):
+        # the runs between them with whether one is empty, and their cards as the view shows them
+        self._work_moves: list[tuple[list[Action], bool, list[int]] | None] = [None] * n_layouts
+        self._work_view: list[list[list[str]] | None] = [None] * n_layouts
+        # and the plays from its work piles to foundations, good for the same key as _legal below
+        self._work_found: list[tuple[tuple[int, tuple[int, ...], bool], list[Action]] | None] = [
+            None
+        ] * n_layouts
+        # per seat, until a card leaves a Nerts pile or reaches a foundation
+        self._scores: list[int] | None = None
+        self._found_list: list[dict[str, Any]] | None = None  # the views' "foundations", until one changes
         # per layout its last legal list, good while no foundation changed, the same ones are in the tie window and
         # Nerts is still uncalled: (foundation version, ids in the window, uncalled)
         self._legal: list[tuple[tuple[int, tuple[int, ...], bool], list[Action]] | None] = [None] * n_layouts
         self._found_version = 0  # foundation plays so far
+        self._found_ms = -(1 << 62)  # when the last card went to a foundation
         self._found_views: list[dict[str, Any]] = []
         self._view: dict[str, Any] | None = None
         self._recent: dict[int, _Foundation] = {}  # foundations by id, the one played on last at the end
@@ -438,9 +508,16 @@ class NertsState:
         """Per seat (a partner shows the team figure), in points: +1 per own card in foundations, minus
         ``nerts_penalty`` per card left in the Nerts pile, plus ``nerts_bonus`` for the caller once the hand is
         over. While in play: as if it ended now, without the bonus (rules: "Scoring")."""
-        final = self._ended is not None
-        by_pack = [self._pack_score(p, final) for p in range(len(self._layouts))]
-        return [by_pack[layout.pack] for layout in self._seat_layout]
+        return list(self._seat_scores())
+
+    def _seat_scores(self) -> list[int]:
+        """:meth:`scores`, kept until they change: read-only."""
+        scores = self._scores
+        if scores is None:
+            final = self._ended is not None
+            by_pack = [self._pack_score(p, final) for p in range(len(self._layouts))]
+            scores = self._scores = [by_pack[layout.pack] for layout in self._seat_layout]
+        return scores
 
     def to_act(self) -> list[int]:
         """Every seat while the hand is in play (Nerts has no turns); empty once over."""
@@ -459,15 +536,21 @@ class NertsState:
 
     # -- legal actions -------------------------------------------------------------------------------------
 
-    def _touch(self, layout: _Layout) -> None:
-        """``layout`` changed: its cached view and moves are rebuilt when next asked for."""
-        self._layout_views[layout.pack] = None
-        self._layout_moves[layout.pack] = None
-        self._legal[layout.pack] = None
+    def _touch(self, layout: _Layout, work: bool = True) -> None:
+        """``layout`` changed (``work``: its work piles too): its cached view and moves are rebuilt when next
+        asked for."""
+        pack = layout.pack
+        self._layout_views[pack] = None
+        self._layout_moves[pack] = None
+        self._legal[pack] = None
+        if work:
+            self._work_moves[pack] = None
+            self._work_view[pack] = None
+            self._work_found[pack] = None
 
-    def _touch_all(self) -> None:
+    def _touch_all(self, work: bool = True) -> None:
         for layout in self._layouts:
-            self._touch(layout)
+            self._touch(layout, work)
 
     def _ties(self, now: int) -> list[_Foundation]:
         """The foundations whose top card was played at most ``tie_window_ms`` before ``now``, by id: the only
@@ -485,17 +568,21 @@ class NertsState:
             out.sort(key=lambda f: f.fid)
         return out
 
-    def _foundation_moves(self, src: str, card: int, now: int, ties: list[_Foundation], out: list[Action]) -> None:
-        window = self.options.tie_window_ms
+    def _foundation_moves(
+        self, src: int, card: int, now: int, ties: list[_Foundation], out: list[Action]
+    ) -> None:
+        """Append the plays of ``card``, on top of source ``src`` (see ``_SOURCES``), to a foundation."""
         if JOKER[card]:
+            name = _SOURCES[src]
+            window = self.options.tie_window_ms
             for s in range(4):
-                out.append({"type": "move", "from": src, "to": "foundation:new", "as": _card_code(1, s)})
+                out.append({"type": "move", "from": name, "to": "foundation:new", "as": _card_code(1, s)})
             for f in self._foundations:
                 if not f.finished:
                     out.append(
                         {
                             "type": "move",
-                            "from": src,
+                            "from": name,
                             "to": f"foundation:{f.fid}",
                             "as": _card_code(f.top_rank + 1, f.suit),
                         }
@@ -504,7 +591,7 @@ class NertsState:
                     out.append(
                         {
                             "type": "move",
-                            "from": src,
+                            "from": name,
                             "to": f"foundation:{f.fid}",
                             "as": _card_code(f.top_rank, f.suit),
                         }
@@ -512,15 +599,19 @@ class NertsState:
             return
         rank = RANK[card]
         if rank == 1:
-            out.append({"type": "move", "from": src, "to": "foundation:new"})
-        for f in self._wants.get(SUIT[card] * 16 + rank, ()):
-            out.append({"type": "move", "from": src, "to": f"foundation:{f.fid}"})
+            out.append(_TO_NEW[src])
+        wants = self._wants.get(SUIT[card] * 16 + rank)
+        if wants:
+            for f in wants:
+                out.append(
+                    _TO_FOUNDATION[src][f.fid] if f.fid < _MAX_FOUNDATIONS else _found_action(src, f.fid)
+                )
         if ties:
             pack = card >> 6
             suit = SUIT[card]
             for f in ties:
                 if f.top_rank == rank and f.suit == suit and f.top_pack != pack:
-                    out.append({"type": "move", "from": src, "to": f"foundation:{f.fid}"})
+                    out.append(_found_action(src, f.fid))
 
     def legal_actions(self, seat: int, ms: int | None = None) -> list[Action]:
         """Every action ``seat`` may take now, concrete (``count`` for runs, ``as`` for jokers on foundations).
@@ -528,8 +619,8 @@ class NertsState:
         ``ms`` (default: the last applied time) decides the tie window and the in-flight window. Omitted although
         legal (``apply`` accepts them): moving a whole work pile onto an empty work pile (it changes nothing).
         Empty once the hand is over or for an unknown seat. A layout's list is kept until that layout, a foundation
-        or the foundations in the tie window change (its moves within the layout until the layout changes), so
-        actions may be shared with earlier lists: treat them as read-only.
+        or the foundations in the tie window change (its moves within the layout until the layout changes), and
+        the actions themselves are shared by every list of every hand: treat them as read-only.
         """
         if self._ended is not None or not isinstance(seat, int) or not 0 <= seat < self.players:
             return []
@@ -537,99 +628,131 @@ class NertsState:
         if self._called is not None and now > self._called_ms + self.options.in_flight_ms:
             return []
         layout = self._seat_layout[seat]
-        ties = self._ties(now)
+        window = self.options.tie_window_ms
+        ties = self._ties(now) if window and now <= self._found_ms + window else _NO_TIES
         key = (self._found_version, tuple([f.fid for f in ties]) if ties else (), self._called is None)
         kept = self._legal[layout.pack]
         if kept is not None and kept[0] == key:
-            return list(kept[1])
+            return kept[1][:]
         out: list[Action] = []
         if layout.nerts:
-            self._foundation_moves("nerts", layout.nerts[-1], now, ties, out)
+            self._foundation_moves(0, layout.nerts[-1], now, ties, out)
         if layout.waste:
-            self._foundation_moves("waste", layout.waste[-1], now, ties, out)
-        for j, pile in enumerate(layout.work):
-            if pile:
-                self._foundation_moves(_WORK_NAMES[j], pile[-1], now, ties, out)
+            self._foundation_moves(1, layout.waste[-1], now, ties, out)
+        work_found = self._work_found[layout.pack]
+        if work_found is None or work_found[0] != key:
+            plays: list[Action] = []
+            j = 2
+            for pile in layout.work:
+                if pile:
+                    self._foundation_moves(j, pile[-1], now, ties, plays)
+                j += 1
+            work_found = self._work_found[layout.pack] = (key, plays)
+        out += work_found[1]
         moves = self._layout_moves[layout.pack]
         if moves is None:
             moves = self._layout_moves[layout.pack] = self._moves_within(layout)
-        out.extend(moves)
+        out += moves
         if not layout.nerts and self._called is None:
-            out.append({"type": "nerts"})
+            out.append(_CALL)
         self._legal[layout.pack] = (key, out)
-        return list(out)
+        return out[:]
 
     def _moves_within(self, layout: _Layout) -> list[Action]:
         """``layout``'s legal actions that involve no foundation and not the Nerts call, in ``legal_actions``
         order: cards onto work piles, runs between them, slides under, flip, then cycle or stuck."""
         out: list[Action] = []
         work = layout.work
+        piles = len(work)
         jokers = self.options.jokers
-        singles: list[tuple[str, int]] = []
+        singles: list[tuple[int, int]] = []  # (source index, card)
         if layout.nerts:
-            singles.append(("nerts", layout.nerts[-1]))
+            singles.append((0, layout.nerts[-1]))
         if layout.waste:
-            singles.append(("waste", layout.waste[-1]))
-        tops: list[tuple[str, int]] = [(_WORK_NAMES[j], pile[-1]) for j, pile in enumerate(work) if pile]
+            singles.append((1, layout.waste[-1]))
+        runs = self._work_moves[layout.pack]
+        if runs is None:
+            runs = self._work_moves[layout.pack] = self._runs(layout)
+        if jokers:
+            # single cards from the Nerts pile and the waste onto work piles
+            for src, card in singles:
+                to_work = _TO_WORK[src]
+                for j in range(piles):
+                    pile = work[j]
+                    if not pile or _consistent([*pile, card]):
+                        out.append(to_work[j])
+            out += runs[0]
+            # slide under, only with an empty work pile
+            if runs[1]:
+                tops = [(j + 2, pile[-1]) for j, pile in enumerate(work) if pile]
+                for j in range(piles):
+                    dest = work[j]
+                    if dest:
+                        for src, card in (*singles, *tops):
+                            if src != j + 2 and _consistent([card, *dest]):
+                                out.append(_UNDER[src][j])
+        else:
+            fits = runs[2]  # FITS of each work pile's top, -1 for an empty pile
+            for src, card in singles:
+                to_work = _TO_WORK[src]
+                need = NEEDS[card]
+                for j in range(piles):
+                    fit = fits[j]
+                    if fit < 0 or fit == need:
+                        out.append(to_work[j])
+            out += runs[0]
+            if runs[1]:
+                keys = [(src, FITS[card]) for src, card in singles]
+                keys += [(j + 2, fits[j]) for j in range(piles) if fits[j] >= 0]
+                for j in range(piles):
+                    dest = work[j]
+                    if dest:
+                        need = NEEDS[dest[0]]
+                        for src, fit in keys:
+                            if fit == need and src != j + 2:
+                                out.append(_UNDER[src][j])
+        if layout.stock or layout.waste:
+            out.append(_FLIP)
+        if layout.stuck:
+            if layout.stock:
+                out.append(_CYCLE)
+        else:
+            out.append(_STUCK)
+        return out
+
+    def _runs(self, layout: _Layout) -> tuple[list[Action], bool, list[int]]:
+        """The runs ``layout`` may move between its work piles, in ``legal_actions`` order, whether one of its work
+        piles is empty, and the :data:`FITS` of each work pile's top card (-1 for an empty pile)."""
+        out: list[Action] = []
+        work = layout.work
+        piles = len(work)
+        jokers = self.options.jokers
         has_empty = False
-        # single cards from the Nerts pile and the waste onto work piles
-        for src, card in singles:
-            for j, pile in enumerate(work):
-                if not pile:
-                    has_empty = True
-                    out.append({"type": "move", "from": src, "to": _WORK_NAMES[j]})
-                elif jokers:
-                    if _consistent([*pile, card]):
-                        out.append({"type": "move", "from": src, "to": _WORK_NAMES[j]})
-                else:
-                    top = pile[-1]
-                    if RANK[card] == RANK[top] - 1 and RED[card] != RED[top]:
-                        out.append({"type": "move", "from": src, "to": _WORK_NAMES[j]})
-        # runs between work piles
-        for i, pile in enumerate(work):
+        for i in range(piles):
+            pile = work[i]
             n = len(pile)
             if not n:
                 has_empty = True
                 continue
-            src = _WORK_NAMES[i]
-            for j, dest in enumerate(work):
+            runs = _RUN[i] if n < _MAX_RUN else None
+            bottom_rank = RANK[pile[0]] + 1
+            for j in range(piles):
                 if i == j:
                     continue
+                dest = work[j]
                 if not dest:
                     for k in range(1, n):
-                        out.append({"type": "move", "from": src, "to": _WORK_NAMES[j], "count": k})
+                        out.append(runs[j][k] if runs is not None else _run_action(i, j, k))
                 elif jokers:
                     for k in range(1, n + 1):
                         if _consistent(dest + pile[n - k :]):
-                            out.append({"type": "move", "from": src, "to": _WORK_NAMES[j], "count": k})
+                            out.append(_run_action(i, j, k))
                 else:
                     top = dest[-1]
-                    idx = RANK[pile[0]] - RANK[top] + 1
+                    idx = bottom_rank - RANK[top]
                     if 0 <= idx < n and RED[pile[idx]] != RED[top]:
-                        out.append({"type": "move", "from": src, "to": _WORK_NAMES[j], "count": n - idx})
-        # slide under, only with an empty work pile
-        if has_empty:
-            for j, dest in enumerate(work):
-                if not dest:
-                    continue
-                bottom = dest[0]
-                for src, card in (*singles, *tops):
-                    if src == _WORK_NAMES[j]:
-                        continue
-                    if jokers:
-                        ok = _consistent([card, *dest])
-                    else:
-                        ok = RANK[card] == RANK[bottom] + 1 and RED[card] != RED[bottom]
-                    if ok:
-                        out.append({"type": "under", "from": src, "to": _WORK_NAMES[j]})
-        if layout.stock or layout.waste:
-            out.append({"type": "flip"})
-        if layout.stuck:
-            if layout.stock:
-                out.append({"type": "cycle"})
-        else:
-            out.append({"type": "stuck"})
-        return out
+                        out.append(_run_action(i, j, n - idx))
+        return out, has_empty, [FITS[pile[-1]] if pile else -1 for pile in work]
 
     # -- apply ---------------------------------------------------------------------------------------------
 
@@ -645,12 +768,15 @@ class NertsState:
         return events
 
     def _apply(self, seat: int | None, action: Mapping[str, Any], ms: int) -> list[Event]:
-        if type(action) is not dict and not isinstance(action, Mapping):  # a dict first: the ABC check is slow
+        # a dict first: the ABC check is slow
+        if type(action) is not dict and not isinstance(action, Mapping):
             raise IllegalAction("an action is an object with a 'type'", code="action.malformed")
         kind = action.get("type")
         if not isinstance(ms, int) or isinstance(ms, bool) or ms < 0:
             raise IllegalAction(
-                f"ms must be a whole number of milliseconds, not {ms!r}", code="action.bad_time", params={"ms": _plain(ms)}
+                f"ms must be a whole number of milliseconds, not {ms!r}",
+                code="action.bad_time",
+                params={"ms": _plain(ms)},
             )
         if ms < self._ms:
             raise IllegalAction(
@@ -662,7 +788,7 @@ class NertsState:
             raise IllegalAction("the hand is over", code="hand.over")
         if seat is None:
             if kind == "rotate":
-                self._check_keys(action, frozenset({"type"}))
+                self._check_keys(action, _TYPE_ONLY)
                 self._check_in_flight(ms)
                 self._ms = ms
                 self._stall_base = ms
@@ -672,7 +798,9 @@ class NertsState:
                 reason = action.get("reason")
                 if reason == "nerts":
                     if self._called is None:
-                        raise IllegalAction("end_hand 'nerts' but nobody has called Nerts", code="nerts.end_without_call")
+                        raise IllegalAction(
+                            "end_hand 'nerts' but nobody has called Nerts", code="nerts.end_without_call"
+                        )
                 elif reason != "stalled":
                     raise IllegalAction(
                         f"end_hand reason must be 'nerts' or 'stalled', not {reason!r}",
@@ -692,21 +820,25 @@ class NertsState:
                 code="action.no_seat",
                 params={"seat": _plain(seat), "seats": self.players},
             )
-        self._check_in_flight(ms)
+        if self._called is not None:
+            self._check_in_flight(ms)
         layout = self._seat_layout[seat]
         if kind == "move":
             events = self._move(seat, layout, action, ms)
         elif kind == "flip":
-            self._check_keys(action, frozenset({"type"}))
+            if action is not _FLIP:  # legal_actions' own has no other field
+                self._check_keys(action, _TYPE_ONLY)
             events = self._flip(seat, layout)
         elif kind == "under":
             events = self._under(seat, layout, action, ms)
         elif kind == "stuck":
-            self._check_keys(action, frozenset({"type"}))
+            self._check_keys(action, _TYPE_ONLY)
             if layout.stuck:
-                raise IllegalAction("you have already declared that you are stuck", code="nerts.already_stuck")
+                raise IllegalAction(
+                    "you have already declared that you are stuck", code="nerts.already_stuck"
+                )
             layout.stuck = True
-            self._touch(layout)
+            self._touch(layout, False)
             events = [{"type": "stuck", "seat": seat, "pack": layout.pack}]
             if all(lay.stuck for lay in self._layouts):
                 if self._rotated and not self._moved_since_rotate:
@@ -715,15 +847,17 @@ class NertsState:
                     self._stall_base = ms
                     events += self._rotate("stuck")
         elif kind == "cycle":
-            self._check_keys(action, frozenset({"type"}))
+            self._check_keys(action, _TYPE_ONLY)
             if not layout.stuck:
-                raise IllegalAction("you may cycle only while stuck (declare stuck first)", code="nerts.cycle_not_stuck")
+                raise IllegalAction(
+                    "you may cycle only while stuck (declare stuck first)", code="nerts.cycle_not_stuck"
+                )
             if not layout.stock:
                 raise IllegalAction("your stock is empty: nothing to cycle", code="nerts.cycle_empty_stock")
             layout.stock.insert(0, layout.stock.pop())
             events = [{"type": "cycled", "seat": seat, "pack": layout.pack}]
         elif kind == "nerts":
-            self._check_keys(action, frozenset({"type"}))
+            self._check_keys(action, _TYPE_ONLY)
             if self._called is not None:
                 raise IllegalAction(
                     f"Nerts has already been called (by seat {self._called})",
@@ -740,9 +874,13 @@ class NertsState:
             self._called_ms = ms
             events = [{"type": "nerts", "seat": seat}]
         elif kind in ("rotate", "end_hand"):
-            raise IllegalAction(f"only the table (seat null) may {kind}", code="nerts.table_only", params={"type": kind})
+            raise IllegalAction(
+                f"only the table (seat null) may {kind}", code="nerts.table_only", params={"type": kind}
+            )
         else:
-            raise IllegalAction(f"unknown action type {kind!r}", code="action.unknown_type", params={"type": _plain(kind)})
+            raise IllegalAction(
+                f"unknown action type {kind!r}", code="action.unknown_type", params={"type": _plain(kind)}
+            )
         self._ms = ms
         self._actions += 1
         return events
@@ -803,6 +941,11 @@ class NertsState:
         return j
 
     def _move(self, seat: int, layout: _Layout, action: Mapping[str, Any], ms: int) -> list[Event]:
+        parsed = _PARSED.get(id(action))
+        if parsed is not None and parsed[0] is action:  # one of legal_actions' own: known well formed
+            events = self._known_move(seat, layout, action, parsed[1], parsed[2], parsed[3], ms)
+            if events is not None:
+                return events
         self._check_keys(action, _MOVE_KEYS)
         dst = action.get("to")
         count = action.get("count", 1)
@@ -833,13 +976,17 @@ class NertsState:
             )
         if dst.startswith("foundation:"):
             if count != 1:
-                raise IllegalAction("only one card at a time goes to a foundation", code="nerts.foundation_one_card")
+                raise IllegalAction(
+                    "only one card at a time goes to a foundation", code="nerts.foundation_one_card"
+                )
             return self._to_foundation(seat, layout, action, pile, src, src_work, dst, ms)
         if "as" in action:
             raise IllegalAction("'as' is only for a joker going to a foundation", code="nerts.as_not_joker")
         j = self._work_index(layout, dst, "to")
         if j == src_work:
-            raise IllegalAction(f"{src} is already there", code="nerts.same_pile", params={"pile": _pile(src)})
+            raise IllegalAction(
+                f"{src} is already there", code="nerts.same_pile", params={"pile": _pile(src)}
+            )
         dest = layout.work[j]
         run = pile[len(pile) - count :]
         if dest:
@@ -855,9 +1002,56 @@ class NertsState:
                     code="nerts.work_pile_order",
                     params={"card": CODE[run[0]], "onto_card": CODE[dest[-1]], "pile": _pile(dst)},
                 )
-        # mutate
+        return self._work_move(seat, layout, pile, src, dest, dst, count, ms)
+
+    def _known_move(
+        self, seat: int, layout: _Layout, action: Mapping[str, Any], source: int, to: int, count: int, ms: int
+    ) -> list[Event] | None:
+        """Apply a move ``legal_actions`` built (parsed in ``_PARSED``) when it is legal now; ``None`` when it is
+        not, and then the full checks of :meth:`_move` name what is wrong."""
+        work = layout.work
+        if source == 0:
+            pile, src_work = layout.nerts, -1
+        elif source == 1:
+            pile, src_work = layout.waste, -1
+        elif source - 2 < len(work):
+            pile, src_work = work[source - 2], source - 2
+        else:
+            return None
+        if len(pile) < count or not pile:
+            return None
+        src = _SOURCES[source]
+        if to < 0:
+            return self._to_foundation(seat, layout, action, pile, src, src_work, action["to"], ms)
+        if to >= len(work) or to == src_work:
+            return None
+        dest = work[to]
+        if dest:
+            low = pile[len(pile) - count]
+            if self.options.jokers:
+                if not _consistent(dest + pile[len(pile) - count :]):
+                    return None
+            else:
+                top = dest[-1]
+                if RANK[low] != RANK[top] - 1 or RED[low] == RED[top]:
+                    return None
+        return self._work_move(seat, layout, pile, src, dest, _WORK_NAMES[to], count, ms)
+
+    def _work_move(
+        self,
+        seat: int,
+        layout: _Layout,
+        pile: list[int],
+        src: str,
+        dest: list[int],
+        dst: str,
+        count: int,
+        ms: int,
+    ) -> list[Event]:
+        """Move the top ``count`` cards of ``pile`` (named ``src``) onto work pile ``dest`` (named ``dst``)."""
+        run = pile[len(pile) - count :]
         del pile[len(pile) - count :]
-        dest.extend(run)
+        dest += run
         events: list[Event] = [
             {
                 "type": "moved",
@@ -898,13 +1092,17 @@ class NertsState:
             try:
                 as_card = Card.parse(declared)
             except ValueError as error:
-                raise IllegalAction(f"'as': {error}", code="nerts.bad_as", params={"value": _plain(declared)}) from None
+                raise IllegalAction(
+                    f"'as': {error}", code="nerts.bad_as", params={"value": _plain(declared)}
+                ) from None
             if as_card.is_joker:
                 raise IllegalAction("'as' must name a standard card, not a joker", code="nerts.as_joker")
             rank, suit = as_card.rank, SUITS.index(as_card.suit)
         else:
             if "as" in action:
-                raise IllegalAction("'as' is only for a joker going to a foundation", code="nerts.as_not_joker")
+                raise IllegalAction(
+                    "'as' is only for a joker going to a foundation", code="nerts.as_not_joker"
+                )
             rank, suit = RANK[card], SUIT[card]
         name = _card_code(rank, suit)
         found: _Foundation | None = None
@@ -989,6 +1187,9 @@ class NertsState:
         else:
             self._wants.setdefault(suit * 16 + rank + 1, []).append(found)
         self._in_found[pack] += 1
+        self._found_ms = ms
+        self._scores = None
+        self._found_list = None
         self._last_progress = ms
         event: Event = {
             "type": "moved",
@@ -1013,6 +1214,7 @@ class NertsState:
     def _after_card_left(self, seat: int, layout: _Layout, src: str, ms: int, events: list[Event]) -> None:
         if src != "nerts":
             return
+        self._scores = None
         self._last_progress = ms
         if layout.nerts:
             events.append({"type": "revealed", "pack": layout.pack, "card": CODE[layout.nerts[-1]]})
@@ -1027,7 +1229,9 @@ class NertsState:
         j = self._work_index(layout, action.get("to"), "to")
         if j == src_work:
             raise IllegalAction(
-                "a card cannot slide under its own pile", code="nerts.under_own_pile", params={"pile": _pile(src)}
+                "a card cannot slide under its own pile",
+                code="nerts.under_own_pile",
+                params={"pile": _pile(src)},
             )
         dest = layout.work[j]
         if not dest:
@@ -1074,16 +1278,23 @@ class NertsState:
     def _flip(self, seat: int, layout: _Layout) -> list[Event]:
         stock, waste = layout.stock, layout.waste
         if stock:
-            for _ in range(min(self.options.flip_count, len(stock))):
-                waste.append(stock.pop())
+            cut = len(stock) - self.options.flip_count
+            if cut < 0:
+                cut = 0
+            turned_up = stock[cut:]  # the cards turned, each onto the last: the waste gets them in reverse
+            del stock[cut:]
+            turned_up.reverse()
+            waste += turned_up
             turned = False
         elif waste:
             layout.stock = waste[::-1]
             layout.waste = []
             turned = True
         else:
-            raise IllegalAction("your stock and waste are both empty: nothing to flip", code="nerts.nothing_to_flip")
-        self._touch(layout)
+            raise IllegalAction(
+                "your stock and waste are both empty: nothing to flip", code="nerts.nothing_to_flip"
+            )
+        self._touch(layout, False)
         return [
             {
                 "type": "flipped",
@@ -1104,14 +1315,15 @@ class NertsState:
             layout.stock = stock
             layout.waste = []
             layout.stuck = False
-        self._touch_all()
+        self._touch_all(False)
         self._rotated = True
         self._moved_since_rotate = False
         return [{"type": "rotated", "by": by}]
 
     def _end(self, reason: str) -> list[Event]:
         self._ended = reason
-        self._touch_all()
+        self._scores = None
+        self._touch_all(False)
         return [{"type": "hand_over", "reason": reason, "scores": self.scores()}]
 
     # -- views ---------------------------------------------------------------------------------------------
@@ -1135,7 +1347,7 @@ class NertsState:
             "pack": layout.pack,
             "seats": list(layout.seats),
             "nerts": {"count": len(nerts), "top": CODE[nerts[-1]] if nerts else None},
-            "work": [[CODE[c] for c in pile] for pile in layout.work],
+            "work": self._work_codes(layout),
             "stock": {"count": len(layout.stock)},
             "waste": {"count": len(waste), "top": CODE[waste[-1]] if waste else None},
             "stuck": layout.stuck,
@@ -1146,6 +1358,13 @@ class NertsState:
             view["waste_cards"] = [CODE[c] for c in waste]
         self._layout_views[layout.pack] = view
         return view
+
+    def _work_codes(self, layout: _Layout) -> list[list[str]]:
+        """The cards of ``layout``'s work piles as codes, kept until they change."""
+        codes = self._work_view[layout.pack]
+        if codes is None:
+            codes = self._work_view[layout.pack] = [[CODE[c] for c in pile] for pile in layout.work]
+        return codes
 
     def view(self, seat: int | None) -> View:
         """What ``seat`` sees (``None``: a spectator); the shape is documented in ``docs/views-nerts.md``.
@@ -1161,16 +1380,26 @@ class NertsState:
                 "seat": None,
                 "players": self.players,
                 "ms": self._ms,
-                "layouts": [self._layout_view(layout) for layout in self._layouts],
-                "foundations": list(self._found_views),
+                "layouts": [
+                    kept if kept is not None else self._layout_view(layout)
+                    for kept, layout in zip(self._layout_views, self._layouts, strict=True)
+                ],
+                "foundations": self._foundations_view(),
                 "called": self._called,
                 "over": self._ended is not None,
                 "ended": self._ended,
-                "scores": self.scores(),
+                "scores": self._seat_scores(),
             }
         view = dict(shared)
         view["seat"] = seat
         return view
+
+    def _foundations_view(self) -> list[dict[str, Any]]:
+        """The views' ``foundations`` list: the same list object until a foundation changes."""
+        found = self._found_list
+        if found is None:
+            found = self._found_list = list(self._found_views)
+        return found
 
     def events_for(self, events: Sequence[Event], seat: int | None) -> list[Event]:
         """Nerts events carry only public cards, so every viewer gets them all."""
