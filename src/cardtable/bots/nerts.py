@@ -21,6 +21,8 @@ public API). Its priorities, first that applies:
 
 from __future__ import annotations
 
+import itertools
+import operator
 import random
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -49,30 +51,93 @@ def _red(code: str) -> int:
 class WantedCards:
     """The cards the open foundations take next (``"5S"`` on a foundation showing 4S), from a view's foundations.
 
-    Remembers its last answer: the engine shares unchanged foundation entries between views, so when every entry
-    is the very same object as last time, so is the answer (the entries are held, so they cannot be recycled).
+    Remembers its last answer: the engine shares unchanged foundation entries between views (and the whole list
+    while no foundation changes), so when the list, or every entry, is the very same object as last time, so is
+    the answer (the list and the entries are held, so they cannot be recycled).
     """
 
-    __slots__ = ("_foundations", "_wanted")
+    __slots__ = ("_cards", "_foundations", "_given", "_next", "_sizes", "_wanted")
 
     def __init__(self) -> None:
+        self._given: Sequence[dict[str, Any]] | None = None
         self._foundations: list[dict[str, Any]] = []
+        self._next: list[str | None] = []  # per entry of _foundations: the card it takes next
+        self._sizes: list[int] = []  # per entry: its cards
         self._wanted: frozenset[str] = frozenset()
+        self._cards = 0
+
+    @property
+    def cards(self) -> int:
+        """Cards in the foundations last asked about."""
+        return self._cards
 
     def __call__(self, foundations: Sequence[dict[str, Any]]) -> frozenset[str]:
-        last = self._foundations
-        if len(last) == len(foundations) and all(a is b for a, b in zip(last, foundations, strict=True)):
+        if foundations is self._given:
             return self._wanted
-        wanted = set()
-        for f in foundations:
+        self._given = foundations
+        last = self._foundations
+        # an entry met last time at the same place has not changed: look only at the others
+        changed = list(itertools.compress(itertools.count(), map(operator.is_not, last, foundations)))
+        changed += range(len(last), len(foundations))
+        if not changed and len(last) == len(foundations):
+            return self._wanted
+        nexts, sizes = self._next, self._sizes
+        for i in changed:
+            f = foundations[i]
+            code = None
             if not f["finished"]:
                 top = f["cards"][-1]
-                code = top.get("as", top["card"])
-                if code in _NEXT:
-                    wanted.add(_NEXT[code])
+                code = _NEXT.get(top.get("as", top["card"]))
+            if i < len(nexts):
+                nexts[i], sizes[i] = code, len(f["cards"])
+            else:
+                nexts.append(code)
+                sizes.append(len(f["cards"]))
+        del nexts[len(foundations) :], sizes[len(foundations) :]
         self._foundations = list(foundations)
-        self._wanted = frozenset(wanted)
+        wanted = set(nexts)
+        wanted.discard(None)
+        self._wanted = frozenset(wanted)  # type: ignore[arg-type]
+        self._cards = sum(sizes)
         return self._wanted
+
+
+_MOVE, _UNDER, _FLIP, _CALL, _STUCK, _CYCLE, _OTHER = range(7)
+_KINDS = {"move": _MOVE, "under": _UNDER, "flip": _FLIP, "nerts": _CALL, "stuck": _STUCK, "cycle": _CYCLE}
+_PILES = {"nerts": 0, "waste": 1, **{f"work:{j}": j + 2 for j in range(8)}}
+_KNOWN: dict[int, tuple[Action, int, int, int, int]] = {}
+"""id -> (action, kind, source, destination, count) of the legal actions met so far: the engine builds each of its
+actions once and lists that same object every time, so each is parsed once. The action is held, so its id cannot
+be reused while its entry lives; actions with ``as`` (built afresh) are not kept, and the whole is let go past
+:data:`_KNOWN_LIMIT` entries."""
+_KNOWN_LIMIT = 8192
+
+
+def _parse(action: Action) -> tuple[Action, int, int, int, int]:
+    """``(action, kind, source, destination, count)``: kind one of ``_MOVE``...; source 0 the Nerts pile, 1 the
+    waste, 2 + i work pile i (-1 none); destination -1 a foundation, j work pile j (-2 none); count of cards."""
+    kind = _KINDS.get(action["type"], _OTHER)
+    src = _PILES.get(action.get("from", ""), -1)
+    dst = -2
+    if kind in (_MOVE, _UNDER):
+        to = action["to"]
+        dst = -1 if to[0] == "f" else int(to[5:])
+    info = (action, kind, src, dst, action.get("count", 1))
+    if "as" not in action:
+        if len(_KNOWN) >= _KNOWN_LIMIT:
+            _KNOWN.clear()
+        _KNOWN[id(action)] = info
+    return info
+
+
+def own_layout(view: Mapping[str, Any], seat: int) -> Mapping[str, Any]:
+    """The layout ``seat`` plays in ``view`` (its team's with partnerships); ``StopIteration`` if none."""
+    layouts = view["layouts"]
+    if layouts:
+        guess = layouts[seat % len(layouts)]  # the engine's order: seat s plays layout s % layouts
+        if seat in guess["seats"]:
+            return guess  # type: ignore[no-any-return]
+    return next(lay for lay in layouts if seat in lay["seats"])
 
 
 def _fits_on(card: str, top: str) -> bool:
@@ -82,17 +147,22 @@ def _fits_on(card: str, top: str) -> bool:
     return _rank(card) == _rank(top) - 1 and _red(card) != _red(top)
 
 
-def pass_signature(view: View, layout: Mapping[str, Any]) -> tuple[Any, ...]:
+def pass_signature(
+    view: View, layout: Mapping[str, Any], foundation_cards: int | None = None
+) -> tuple[Any, ...]:
     """What a full pass through the stock would change if any card moved: stock and waste counts, the waste's top,
-    the Nerts pile's count, cards on the work piles and in the foundations. A bot that sees the same signature
-    twice has flipped a whole pass without a play (rules: "Calling Nerts and the end of a hand", stuck)."""
+    the Nerts pile's count, cards on the work piles and in the foundations (``foundation_cards`` when the caller
+    has counted them already, as :attr:`WantedCards.cards` does). A bot that sees the same signature twice has
+    flipped a whole pass without a play (rules: "Calling Nerts and the end of a hand", stuck)."""
+    if foundation_cards is None:
+        foundation_cards = sum([len(f["cards"]) for f in view["foundations"]])
     return (
         layout["stock"]["count"],
         layout["waste"]["count"],
         layout["waste"]["top"],
         layout["nerts"]["count"],
-        sum(len(p) for p in layout["work"]),
-        sum(len(f["cards"]) for f in view["foundations"]),
+        sum(map(len, layout["work"])),
+        foundation_cards,
     )
 
 
@@ -113,7 +183,7 @@ class GreedyBot:
         if not legal or view.get("over"):
             return None
         seat = view["seat"]
-        layout = next(lay for lay in view["layouts"] if seat in lay["seats"])
+        layout = own_layout(view, seat)
         nerts_top: str | None = layout["nerts"]["top"]
         work: list[list[str]] = layout["work"]
         if self._stuck and not layout["stuck"]:
@@ -121,7 +191,8 @@ class GreedyBot:
             self._seen.clear()
 
         call = flip = stuck = cycle = None
-        to_found: list[tuple[int, Action]] = []
+        # the first play to a foundation from the Nerts pile, from the waste, from a work pile
+        to_found: list[Action | None] = [None, None, None]
         nerts_work: Action | None = None
         nerts_empty: Action | None = None
         nerts_under: Action | None = None
@@ -130,27 +201,30 @@ class GreedyBot:
         waste_empty: Action | None = None
         expose_empty: Action | None = None
         wanted = self._wanted(view["foundations"])
+        known = _KNOWN
         for action in legal:
-            kind = action["type"]
-            if kind == "move":
-                src, dst = action["from"], action["to"]
-                if dst[0] == "f":
-                    order = 0 if src == "nerts" else 1 if src == "waste" else 2
-                    to_found.append((order, action))
-                elif src == "nerts":
-                    if work[int(dst[5:])]:
+            info = known.get(id(action))
+            if info is None or info[0] is not action:
+                info = _parse(action)
+            kind, src, dst = info[1], info[2], info[3]
+            if kind == _MOVE:
+                if dst < 0:
+                    if to_found[src if src < 2 else 2] is None:
+                        to_found[src if src < 2 else 2] = action
+                elif src == 0:
+                    if work[dst]:
                         nerts_work = nerts_work or action
                     else:
                         nerts_empty = nerts_empty or action
-                elif src == "waste":
-                    if work[int(dst[5:])]:
+                elif src == 1:
+                    if work[dst]:
                         waste_work = waste_work or action
                     else:
                         waste_empty = waste_empty or action
                 elif room is None or expose_empty is None:
-                    pile = work[int(src[5:])]
-                    count = action.get("count", 1)
-                    dest = work[int(dst[5:])]
+                    pile = work[src - 2]
+                    count = info[4]
+                    dest = work[dst]
                     if count == len(pile):
                         if dest and nerts_top is not None:
                             room = room or action
@@ -162,16 +236,16 @@ class GreedyBot:
                             room = room or action
                     elif nerts_top is None and useful:
                         expose_empty = expose_empty or action
-            elif kind == "under":
-                if action["from"] == "nerts":
+            elif kind == _UNDER:
+                if src == 0:
                     nerts_under = nerts_under or action
-            elif kind == "flip":
+            elif kind == _FLIP:
                 flip = action
-            elif kind == "nerts":
+            elif kind == _CALL:
                 call = action
-            elif kind == "stuck":
+            elif kind == _STUCK:
                 stuck = action
-            elif kind == "cycle":
+            elif kind == _CYCLE:
                 cycle = action
 
         if call is not None:
@@ -182,10 +256,7 @@ class GreedyBot:
                 return self._did(call)
         missing = self.miss_rate and flip is not None and self._rng.random() < self.miss_rate
         if not missing:
-            if to_found:
-                to_found.sort(key=lambda item: item[0])
-                return self._did(to_found[0][1])
-            for choice in (nerts_work, nerts_empty, nerts_under, room, waste_work):
+            for choice in (*to_found, nerts_work, nerts_empty, nerts_under, room, waste_work):
                 if choice is not None:
                     return self._did(choice)
             if nerts_top is None:
@@ -194,7 +265,7 @@ class GreedyBot:
                         return self._did(choice)
         if call is not None:
             return self._did(call)
-        signature = pass_signature(view, layout)
+        signature = pass_signature(view, layout, self._wanted.cards)
         if flip is not None and signature not in self._seen:
             self._seen.add(signature)
             return flip

@@ -39,7 +39,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cardtable.bots import BotInfo, bot_infos, register
-from cardtable.bots.nerts import _NEXT, WantedCards, _fits_on, _rank, pass_signature
+from cardtable.bots.nerts import _NEXT, WantedCards, _fits_on, _rank, own_layout, pass_signature
 from cardtable.engine import Action, View
 
 __all__ = ["ExpertBot", "StockMemory"]
@@ -97,7 +97,9 @@ class StockMemory:
             return new, []
         return (stock, waste)
 
-    def sync(self, stock_count: int, waste_count: int, waste_top: str | None, pending: Mapping[str, Any] | None) -> None:
+    def sync(
+        self, stock_count: int, waste_count: int, waste_top: str | None, pending: Mapping[str, Any] | None
+    ) -> None:
         """Bring the memory up to what the view shows, given the seat's last action ``pending`` (applied, refused or
         followed by a table rotate): the first explanation that fits the counts and the waste top is kept;
         if none fits, everything is forgotten (unknown)."""
@@ -182,9 +184,11 @@ class ExpertBot:
         if not legal or view.get("over"):
             return None
         seat = view["seat"]
-        layout = next(lay for lay in view["layouts"] if seat in lay["seats"])
+        layout = own_layout(view, seat)
         if self.memory_on:
-            self.memory.sync(layout["stock"]["count"], layout["waste"]["count"], layout["waste"]["top"], self._pending)
+            self.memory.sync(
+                layout["stock"]["count"], layout["waste"]["count"], layout["waste"]["top"], self._pending
+            )
         action = self._decide(view, layout, legal)
         self._pending = action
         return action
@@ -316,7 +320,9 @@ class ExpertBot:
         self._holds = 0
         return self._flip_or_wait(view, layout, flip, stuck, cycle, wanted)
 
-    def _useful(self, code: str | None, wanted: frozenset[str], nerts_top: str | None, work: list[list[str]]) -> bool:
+    def _useful(
+        self, code: str | None, wanted: frozenset[str], nerts_top: str | None, work: list[list[str]]
+    ) -> bool:
         if code is None:
             return True  # not seen yet: worth a look
         if code in wanted or _rank(code) == 1 or code.startswith("JK"):
@@ -355,7 +361,7 @@ class ExpertBot:
                 return flip if hopeful else None
             return None
         # no memory: as the greedy bot, a full pass with no change means stuck
-        signature = pass_signature(view, layout)
+        signature = pass_signature(view, layout, self._wanted.cards)
         if flip is not None and signature not in self._seen:
             self._seen.add(signature)
             return flip

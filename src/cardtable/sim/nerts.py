@@ -44,6 +44,7 @@ from rich.table import Table
 
 from cardtable import records
 from cardtable.bots import Bot, get_bot
+from cardtable.bots.nerts import own_layout
 from cardtable.cards import RANK_CODES
 from cardtable.engine import HandResult, IllegalAction
 from cardtable.games.nerts import NertsMatch, NertsOptions, NertsState
@@ -66,6 +67,52 @@ class _Play:
 _RANK = {code: i + 1 for i, code in enumerate(RANK_CODES)}
 
 
+class _InOrder:
+    """What :class:`~cardtable.race.RaceOrderer` does when no seat's delay is compensated (every delay 0, or
+    ``cap_ms=0``): each play goes as soon as it has arrived, in arrival order, stamped with its arrival time (never
+    earlier than the last stamp). The same answers at a fraction of the cost, for the simulator's common case."""
+
+    __slots__ = ("_held", "_last")
+
+    def __init__(self) -> None:
+        self._held: list[tuple[_Play, int]] = []
+        self._last = 0
+
+    @property
+    def held(self) -> int:
+        """How many plays are waiting."""
+        return len(self._held)
+
+    @property
+    def last_ms(self) -> int:
+        """The stamp of the last released play."""
+        return self._last
+
+    def next_due(self) -> int | None:
+        """The earliest arrival waiting, or ``None``."""
+        return min(arrived for _, arrived in self._held) if self._held else None
+
+    def submit(self, item: _Play, seat: int | None, arrived_ms: int, keys: Any = ()) -> None:
+        """``item`` arrived at ``arrived_ms`` (``seat`` and ``keys`` do not matter without compensation)."""
+        self._held.append((item, arrived_ms))
+
+    def release(self, now_ms: int) -> list[tuple[_Play, int]]:
+        """The plays arrived by ``now_ms``, in arrival order, each with its stamp."""
+        out: list[tuple[_Play, int]] = []
+        waiting: list[tuple[_Play, int]] = []
+        last = self._last
+        for item, arrived in self._held:
+            if arrived <= now_ms:
+                if arrived > last:
+                    last = arrived
+                out.append((item, last))
+            else:
+                waiting.append((item, arrived))
+        self._held = waiting
+        self._last = last
+        return out
+
+
 def _place(view: Mapping[str, Any], seat: int, action: Mapping[str, Any]) -> tuple[int, int] | None:
     """The foundation place a move to ``foundation:ID`` aims at, read from the seat's own view."""
     dst = action.get("to", "")
@@ -74,7 +121,7 @@ def _place(view: Mapping[str, Any], seat: int, action: Mapping[str, Any]) -> tup
     if "as" in action:
         rank = _RANK[action["as"][:-1]]
     else:
-        layout = next(lay for lay in view["layouts"] if seat in lay["seats"])
+        layout = own_layout(view, seat)
         src = action["from"]
         if src == "nerts":
             code = layout["nerts"]["top"]
@@ -127,9 +174,11 @@ def play_timed_hand(
         record.hands.append(hand)
         log = hand.actions
     rng = random.Random(seed ^ 0x5EED)
-    orderer: RaceOrderer[_Play] = RaceOrderer(cap_ms)
-    for seat, lag in enumerate(lags):
-        orderer.set_delay(seat, lag)
+    compensated = bool(cap_ms) and any(lags)
+    orderer: RaceOrderer[_Play] | _InOrder = RaceOrderer(cap_ms) if compensated else _InOrder()
+    if isinstance(orderer, RaceOrderer):
+        for seat, lag in enumerate(lags):
+            orderer.set_delay(seat, lag)
     shared = match.options.partnerships
     never = 1 << 62
     look: list[int] = [rng.randint(0, steps[s] // 4) for s in range(players)]
@@ -138,16 +187,19 @@ def play_timed_hand(
     clock_key: tuple[int, int, int | None] | None = None
     clock: tuple[int, dict[str, Any]] | None = None
     clock_sent: tuple[int, str] | None = None
+    clock_id: tuple[int, str] | None = None  # clock's (due, type)
     stall_rotates = 0
     progress = state.last_progress_ms
     actions = refused = 0
     table_actions = 0
     attempts: dict[tuple[int, int], list[tuple[int, int, str]]] = {}  # place -> (seat, sent, outcome)
     filled: set[tuple[int, int]] = set()
+    randrange, heappush, view_for, legal_for = rng.randrange, heapq.heappush, state.view, state.legal_actions
     while not state.is_over:
         key = (state.ms, state.last_progress_ms, state.called)
         if key != clock_key:
             clock_key, clock = key, state.clock_action()
+            clock_id = (clock[0], clock[1]["type"]) if clock is not None else None
         now = min(look)
         if arrivals and arrivals[0][0] < now:
             now = arrivals[0][0]
@@ -155,16 +207,16 @@ def play_timed_hand(
             due = orderer.next_due()
             if due is not None and due < now:
                 now = due
-        if clock is not None and clock[0] < now and (clock[0], clock[1]["type"]) != clock_sent:
+        if clock is not None and clock[0] < now and clock_id != clock_sent:
             now = clock[0]
         if now < state.ms:
             now = state.ms
-        if clock is not None and clock[0] <= now and (clock[0], clock[1]["type"]) != clock_sent:
-            clock_sent = (clock[0], clock[1]["type"])
+        if clock is not None and clock[0] <= now and clock_id != clock_sent:
+            clock_sent = clock_id
             orderer.submit(_Play(None, dict(clock[1]), clock[0], due=clock[0]), None, now, CLOCK_KEYS)
         while arrivals and arrivals[0][0] <= now:
             _, _, seat, play = heapq.heappop(arrivals)
-            keys = race_keys(play.action, shared, state.layout_index(seat)) if cap_ms else frozenset()
+            keys = race_keys(play.action, shared, state.layout_index(seat)) if compensated else frozenset()
             orderer.submit(play, seat, now, keys)
         for play, ms in orderer.release(now) if orderer.held else ():
             if state.is_over:
@@ -206,17 +258,17 @@ def play_timed_hand(
         for seat in range(players):
             if look[seat] != now:
                 continue
-            step = steps[seat] + rng.randint(0, steps[seat] // 4)
-            view = state.view(seat)
-            action = bots[seat].choose(view, state.legal_actions(seat, now))
+            step = steps[seat] + randrange(steps[seat] // 4 + 1)  # randint(0, N) draws the same, slower
+            view = view_for(seat)
+            action = bots[seat].choose(view, legal_for(seat, now))
             if action is None:
                 look[seat] = now + step
                 continue
             look[seat] = never
             # the seat saw the table as of ``now`` only ``lag`` ms later (updates travel too), then reacted
             sent = now + lags[seat] + step
-            play = _Play(seat, dict(action), sent, _place(view, seat, action))
-            heapq.heappush(arrivals, (sent + lags[seat], count, seat, play))
+            play = _Play(seat, action, sent, _place(view, seat, action))  # actions are read-only: no copy
+            heappush(arrivals, (sent + lags[seat], count, seat, play))
             count += 1
     result = match.finish_hand()
     tally = [[0, 0, 0, 0] for _ in range(players)]
@@ -541,7 +593,9 @@ def _fmt(triple: Sequence[float], pct: bool = False) -> str:
     return f"{mean:.2f} [{low:.2f}, {high:.2f}]"
 
 
-def print_summary(summary: Mapping[str, Any], players: int, match_mode: bool, jobs: int, title: str = "") -> None:
+def print_summary(
+    summary: Mapping[str, Any], players: int, match_mode: bool, jobs: int, title: str = ""
+) -> None:
     """Print a :func:`run` summary: per seat, per bot (with 95% intervals), endings and speed."""
     console = Console()
     if not console.is_terminal:
@@ -559,7 +613,7 @@ def print_summary(summary: Mapping[str, Any], players: int, match_mode: bool, jo
     console.print(table)
     bots = Table(title=title or "Per bot, seats rotated (95% intervals)")
     bots.add_column("bot", no_wrap=True)
-    for name in ( "seat-hands", "hands won", "points", "vs field", "Nerts calls", "cards left", "races won"):
+    for name in ("seat-hands", "hands won", "points", "vs field", "Nerts calls", "cards left", "races won"):
         bots.add_column(name, justify="right")
     if match_mode:
         bots.add_column("matches won", justify="right")
@@ -583,7 +637,9 @@ def print_summary(summary: Mapping[str, Any], players: int, match_mode: bool, jo
     console.print(f"hands ended by {ends}")
     decided, earlier = summary["earlier_won"]
     if decided:
-        console.print(f"races decided without a tie: {decided}, won by the earlier sender: {earlier / decided:.1%}")
+        console.print(
+            f"races decided without a tie: {decided}, won by the earlier sender: {earlier / decided:.1%}"
+        )
     console.print(
         f"mean actions per hand {summary['mean_actions']:.1f}; "
         f"{summary['hands_per_second']:.1f} hands/s over {jobs} process(es), "
