@@ -15,9 +15,11 @@ from cardtable.server.core.settings import Settings
 
 
 def fast_settings(**knobs: Any) -> Settings:
-    """Server settings for tests: 50 ms between hands, bots at pace 0.05, Enemy Anemone bots without a delay;
-    ``knobs`` (any :class:`Settings` field) override or add to them."""
-    return Settings(**{"hand_pause_s": 0.05, "bot_pace": 0.05, "anemone_bot_delay_ms": 0, **knobs})
+    """Server settings for tests: 50 ms between hands (the ready step's countdown too: a test that does not press
+    Ready waits no longer), bots at pace 0.05, Enemy Anemone bots without a delay; ``knobs`` (any :class:`Settings`
+    field) override or add to them."""
+    return Settings(**{"hand_pause_s": 0.05, "default_ready_s": 0.05, "bot_pace": 0.05, "anemone_bot_delay_ms": 0,
+                       **knobs})
 
 
 class ServerClient(TestClient):

@@ -31,7 +31,8 @@ from services import Server, free_port, run_async, start_server
 Message = dict[str, Any]
 
 CLUSTER_ENV = {
-    "CARDTABLE_HAND_PAUSE": "0.2", "CARDTABLE_ANEMONE_BOT_DELAY_MS": "0", "CARDTABLE_BOT_PACE": "0.3",
+    "CARDTABLE_HAND_PAUSE": "0.2", "CARDTABLE_DEFAULT_READY_S": "0.2", "CARDTABLE_ANEMONE_BOT_DELAY_MS": "0",
+    "CARDTABLE_BOT_PACE": "0.3",
     "CARDTABLE_SOLO_START": "0.5",
 }
 """Settings of the test processes given as variables: quick bots, short pauses."""

@@ -503,7 +503,7 @@ def test_password_hashes_and_checks_run_in_the_argon2_threads(monkeypatch: pytes
 
 
 def test_the_argon2_threads_are_as_many_as_the_setting_says(tmp_path: Path) -> None:
-    settings = Settings(hand_pause_s=0.05, bot_pace=0.05, argon2_concurrency=3)
+    settings = Settings(hand_pause_s=0.05, default_ready_s=0.05, bot_pace=0.05, argon2_concurrency=3)
     with TestClient(create_app(f"sqlite+aiosqlite:///{tmp_path / 'a.db'}", settings)) as client:
         assert sign_up(client, "Oto").status_code == 201
         checks: Any = client.app.state.password_checks  # type: ignore[attr-defined]

@@ -39,7 +39,7 @@ from clients import Statements
 from services import Postgres, new_database, run_async
 
 ORIGIN = {"Origin": "http://testserver"}
-SETTINGS = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)
+SETTINGS = Settings(hand_pause_s=0.05, default_ready_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)
 
 pytestmark = pytest.mark.usefixtures("cheap_hashes")  # conftest.py: real Argon2id, small parameters
 
@@ -211,7 +211,7 @@ def test_a_seat_stays_a_guests_when_the_tables_owner_does_not_answer(
         redis.set(LEASE_PREFIX + shown["id"], "gone-1:3", px=60_000)  # its owner's lease, fresh: no take here
     finally:
         redis.close()
-    settings = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0, call_timeout_s=0.3)
+    settings = Settings(hand_pause_s=0.05, default_ready_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0, call_timeout_s=0.3)
     with TestClient(create_app(db, settings, redis_url)) as client:
         kim = _sign_up(client, "Kim")
         kim_id = client.get("/api/me").json()["id"]
@@ -230,7 +230,7 @@ def test_a_seat_stays_a_guests_when_the_tables_owner_does_not_answer(
 def test_a_signed_in_players_seats_count_toward_the_addresss_seat_cap(tmp_path: Path) -> None:
     """Signing in is no way around ``max_seats_per_address``: the seats of a signed-in player (held by the account's
     token, not the guest token the join first gave) count toward their address's cap, as a guest's do."""
-    settings = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0, max_seats_per_address=2)
+    settings = Settings(hand_pause_s=0.05, default_ready_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0, max_seats_per_address=2)
     with TestClient(create_app(f"sqlite+aiosqlite:///{tmp_path / 'cap.db'}", settings)) as client:
         client.cookies.clear()
         others = [

@@ -366,7 +366,7 @@ async def test_a_table_whose_lease_was_lost_is_dropped_here_and_its_lease_left_a
 
     store = await Store.open(pg_db, cluster=True)
     cluster = await Cluster.open(redis_url, store, ClusterSettings(lease_ms=LOST_LEASE_MS, sweep_s=600))
-    manager = await Manager.open(store, Settings(hand_pause_s=0.05, bot_pace=0.05), cluster)
+    manager = await Manager.open(store, Settings(hand_pause_s=0.05, default_ready_s=0.05, bot_pace=0.05), cluster)
     redis = AsyncRedis.from_url(redis_url)
     try:
         kept, lost = [(await manager.create("nerts", {"players": 2}, None, "ana", None, 60))[0].id
@@ -405,7 +405,7 @@ def test_a_table_whose_lease_was_lost_is_no_longer_served(pg_db: str, redis_url:
     from cardtable.server.storage.store import Store
 
     port = free_port()
-    settings = Settings(hand_pause_s=0.05, bot_pace=0.05, lease_ms=LOST_LEASE_MS, sweep_s=600, call_timeout_s=1.0)
+    settings = Settings(hand_pause_s=0.05, default_ready_s=0.05, bot_pace=0.05, lease_ms=LOST_LEASE_MS, sweep_s=600, call_timeout_s=1.0)
     app = create_app(pg_db, settings, redis_url)
     running = uvicorn.Server(uvicorn_config(app, "127.0.0.1", port, settings))
     thread = threading.Thread(target=running.run, daemon=True)
@@ -467,7 +467,7 @@ async def _one_process(pg_db: str, redis_url: str, lease_ms: int = LOST_LEASE_MS
 
     store = await Store.open(pg_db, cluster=True)
     cluster = await Cluster.open(redis_url, store, ClusterSettings(lease_ms=lease_ms, sweep_s=600))
-    return store, cluster, await Manager.open(store, Settings(hand_pause_s=0.05, bot_pace=0.05), cluster)
+    return store, cluster, await Manager.open(store, Settings(hand_pause_s=0.05, default_ready_s=0.05, bot_pace=0.05), cluster)
 
 
 async def _close_one(store: Any, cluster: Any, manager: Any) -> None:
@@ -492,7 +492,7 @@ async def test_a_take_whose_epoch_moves_keeps_an_expiring_lease_at_the_databases
     from cardtable.server.table.owner import Table
 
     store = await Store.open(pg_db)  # a process of old that created it and is gone
-    manager = await Manager.open(store, Settings(hand_pause_s=0.05, bot_pace=0.05))
+    manager = await Manager.open(store, Settings(hand_pause_s=0.05, default_ready_s=0.05, bot_pace=0.05))
     try:
         table, _, first = await manager.create("nerts", {"players": 2}, None, "ana", None, 60)
         await manager.join(table.id, "bo", None)

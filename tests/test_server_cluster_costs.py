@@ -34,7 +34,7 @@ from cluster_harness import Proc
 from polling import until, wait_for
 from services import Postgres, new_database
 
-SETTINGS = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0, page_size=20,
+SETTINGS = Settings(hand_pause_s=0.05, default_ready_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0, page_size=20,
                     creates_per_minute=10_000, create_burst=10_000, play_now_start_s=600)
 ORIGIN = {"Origin": "http://testserver"}
 SLACK_ROWS = 8

@@ -42,7 +42,7 @@ from polling import until
 from services import Postgres, free_port, new_database
 from table_helpers import play_first_legal
 
-SETTINGS = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)
+SETTINGS = Settings(hand_pause_s=0.05, default_ready_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)
 
 WAIT_S = 5.0
 """Seconds to wait for a step that takes well under one here (a message between processes, a take), so that a
@@ -490,7 +490,7 @@ async def test_a_table_still_being_created_here_is_answered_try_again_not_missin
 # -- connections relayed between processes (real apps, each on its own event loop) ---------------------------
 
 ORIGIN = {"Origin": "http://testserver"}
-RELAY_SETTINGS = Settings(hand_pause_s=0.05, bot_pace=0.05, lease_ms=30_000, sweep_s=600)
+RELAY_SETTINGS = Settings(hand_pause_s=0.05, default_ready_s=0.05, bot_pace=0.05, lease_ms=30_000, sweep_s=600)
 """A long lease: no renewal comes by itself while a test looks (each is called by the test)."""
 
 

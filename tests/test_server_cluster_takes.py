@@ -25,7 +25,7 @@ from cluster_harness import stored_tables
 from services import Postgres, new_database
 from table_helpers import play_first_legal
 
-SETTINGS = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0, chosen_seeds=1)  # seeded deals
+SETTINGS = Settings(hand_pause_s=0.05, default_ready_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0, chosen_seeds=1)  # seeded deals
 
 
 @pytest.fixture

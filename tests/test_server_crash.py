@@ -39,7 +39,7 @@ class Server:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        env = dict(os.environ, CARDTABLE_ANEMONE_BOT_DELAY_MS="0", CARDTABLE_HAND_PAUSE="0.1")
+        env = dict(os.environ, CARDTABLE_ANEMONE_BOT_DELAY_MS="0", CARDTABLE_HAND_PAUSE="0.1", CARDTABLE_DEFAULT_READY_S="0.1")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "cardtable", "serve", "--port", str(self.port),
              "--db", f"sqlite+aiosqlite:///{self.db}"],

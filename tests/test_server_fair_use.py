@@ -79,7 +79,7 @@ def _wait(check: Any, timeout: float) -> bool:
 def bot_server(tmp_path: Path) -> Iterator[Server]:
     """A real ``cardtable serve`` with an Enemy Anemone table of a person (absent, so a stand-in plays at once) and a
     searching bot, which starts the bot pool."""
-    env = {"CARDTABLE_SOLO_START": "0.05", "CARDTABLE_ANEMONE_BOT_DELAY_MS": "0", "CARDTABLE_HAND_PAUSE": "0.05"}
+    env = {"CARDTABLE_SOLO_START": "0.05", "CARDTABLE_ANEMONE_BOT_DELAY_MS": "0", "CARDTABLE_HAND_PAUSE": "0.05", "CARDTABLE_DEFAULT_READY_S": "0.05"}
     server = start_server(f"sqlite+aiosqlite:///{tmp_path / 'pool.db'}", env=env, log=tmp_path / "server.log")
     try:
         made = httpx.post(f"{server.base}/api/tables", timeout=10, json={
@@ -231,7 +231,7 @@ def hasher(monkeypatch: pytest.MonkeyPatch) -> CountingHasher:
 
 
 def _app_client(tmp_path: Path, **settings: Any) -> TestClient:
-    base: dict[str, Any] = {"hand_pause_s": 0.01, "bot_pace": 0.01, "anemone_bot_delay_ms": 0, "solo_start_s": 0.05}
+    base: dict[str, Any] = {"hand_pause_s": 0.01, "default_ready_s": 0.01, "bot_pace": 0.01, "anemone_bot_delay_ms": 0, "solo_start_s": 0.05}
     return TestClient(create_app(f"sqlite+aiosqlite:///{tmp_path / 'fair.db'}", Settings(**{**base, **settings})))
 
 

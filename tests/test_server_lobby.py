@@ -172,7 +172,7 @@ def test_open_and_playing_lists_keep_creation_order_as_tables_start_and_leave(tm
     """The live lists (``server/lobby/listing.py``) page oldest first (by ``created``, then id); a table that starts moves from the open list to the
     playing one at once, in its place; a closed one leaves; after a restart the lists are rebuilt in the same
     order."""
-    settings = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=60_000)
+    settings = Settings(hand_pause_s=0.05, default_ready_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=60_000)
     db = f"sqlite+aiosqlite:///{tmp_path / 'order.db'}"
     with TestClient(create_app(db, settings)) as client:
         made = [create(client, seats=[{"kind": "open"}, {"kind": "bot", "bot": "random"}], autostart=False)

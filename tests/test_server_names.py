@@ -237,7 +237,7 @@ def test_a_socket_to_a_table_id_with_a_control_character_is_refused_in_a_cluster
 
     from services import new_database
 
-    settings = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)
+    settings = Settings(hand_pause_s=0.05, default_ready_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)
     with TestClient(create_app(new_database(postgres), settings, redis_url)) as cluster_client, \
             cluster_client.websocket_connect("/ws/tables/x%00y") as ws:
         reply = ws.receive_json()

@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     db = tmp_path_factory.mktemp("openapi") / "openapi.db"
-    env = dict(os.environ, CARDTABLE_ANEMONE_BOT_DELAY_MS="0", CARDTABLE_HAND_PAUSE="0.1")
+    env = dict(os.environ, CARDTABLE_ANEMONE_BOT_DELAY_MS="0", CARDTABLE_HAND_PAUSE="0.1", CARDTABLE_DEFAULT_READY_S="0.1")
     proc = subprocess.Popen([sys.executable, "-m", "cardtable", "serve", "--port", str(port),
                              "--db", f"sqlite+aiosqlite:///{db}"], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)

@@ -179,7 +179,7 @@ def test_a_person_who_leaves_a_rated_match_is_last(client: TestClient) -> None:
 
 
 def test_an_abandoned_match_rates_its_absent_person_last(db_url: str) -> None:
-    settings = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=5000, abandon_after_s=0.2,
+    settings = Settings(hand_pause_s=0.05, default_ready_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=5000, abandon_after_s=0.2,
                         expiry_check_s=0.1)
     with TestClient(create_app(db_url, settings)) as client:
         sign_up(client, "Gone")

@@ -21,7 +21,7 @@ from cardtable.server.table.connections import Connection
 from cardtable.server.table.owner import Table
 from polling import until
 
-SETTINGS = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0, chosen_seeds=1)  # seeded deals
+SETTINGS = Settings(hand_pause_s=0.05, default_ready_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0, chosen_seeds=1)  # seeded deals
 
 
 @pytest.fixture
@@ -75,7 +75,7 @@ async def restart(store: Store, url: str, manager: Manager) -> tuple[Store, Mana
 
 async def test_the_left_mark_is_stored_and_cleared_across_restarts(url: str) -> None:
     store = await Store.open(url)
-    manager = await Manager.open(store, Settings(hand_pause_s=0.05, bot_pace=100.0, chosen_seeds=1))
+    manager = await Manager.open(store, Settings(hand_pause_s=0.05, default_ready_s=0.05, bot_pace=100.0, chosen_seeds=1))
     table, tokens = await two_person_nerts(manager)
     tid = table.id
     await manager.leave(tid, tokens[0])

@@ -26,7 +26,7 @@ from clients import Statements
 from polling import wait_for
 
 ORIGIN = {"Origin": "http://testserver"}
-SETTINGS = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)
+SETTINGS = Settings(hand_pause_s=0.05, default_ready_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0)
 
 pytestmark = pytest.mark.usefixtures("cheap_hashes")  # conftest.py: real Argon2id, small parameters
 
@@ -247,7 +247,7 @@ def my_seats(client: TestClient, cookies: dict[str, str]) -> list[tuple[str, int
 
 
 def test_a_bind_tells_the_tables_connections_at_once(db_url: str) -> None:
-    settings = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0, table_message_interval_s=10.0)
+    settings = Settings(hand_pause_s=0.05, default_ready_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=0, table_message_interval_s=10.0)
     with TestClient(create_app(db_url, settings)) as client:
         table_id, creator = _open_table(client, players=2)
         with client.websocket_connect(f"/ws/tables/{table_id}") as ws:
@@ -334,7 +334,7 @@ def test_an_account_seat_token_looks_like_a_guests(client: TestClient) -> None:
 
 
 def test_abandoned_tables_name_their_accounts_in_one_query_per_page(db_url: str) -> None:
-    settings = Settings(hand_pause_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=5000, abandon_after_s=0.2,
+    settings = Settings(hand_pause_s=0.05, default_ready_s=0.05, bot_pace=0.05, anemone_bot_delay_ms=5000, abandon_after_s=0.2,
                         expiry_check_s=0.1)
     with TestClient(create_app(db_url, settings)) as client:
         sign_up(client, "Away")

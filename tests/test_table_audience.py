@@ -25,7 +25,7 @@ from table_helpers import live_table, messages_of, play, started_nerts, table_ro
 async def test_a_match_as_a_seat_and_a_spectator_see_it(store: Store) -> None:
     from cardtable.server.lobby.manager import Manager
 
-    manager = await Manager.open(store, Settings(hand_pause_s=0.01, bot_pace=0.01, anemone_bot_delay_ms=0))
+    manager = await Manager.open(store, Settings(hand_pause_s=0.01, default_ready_s=0.01, bot_pace=0.01, anemone_bot_delay_ms=0))
     try:
         table, _, token = await manager.create("anemone", {"players": 2, "rounds": 2},
                                                [{"kind": "open"}, {"kind": "bot", "bot": "random"}], "ana", 3, 60,

@@ -272,7 +272,7 @@ async def test_a_restored_table_in_play_carries_on_where_it_was(store: Store) ->
     slow = Settings(hand_pause_s=60, anemone_bot_delay_ms=60_000)
     fresh = await live_table(store, "t0", status="playing", settings=slow,
                              seats=[SeatRow(0, "person", "a", None, "h0"), SeatRow(1, "person", "b", None, "h1")])
-    between = await restored(store, "t1", 1, Settings(hand_pause_s=0.05, anemone_bot_delay_ms=60_000))
+    between = await restored(store, "t1", 1, Settings(hand_pause_s=0.05, default_ready_s=0.05, anemone_bot_delay_ms=60_000))
     waiting = await restored(store, "t2", 1, slow)
     over = await restored(store, "t3", 2, slow)
     assert between.state is not None and between.state.is_over and not between.match.is_over

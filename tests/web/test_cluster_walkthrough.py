@@ -31,7 +31,8 @@ from services import Postgres, new_database
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
-PACE = {"CARDTABLE_BOT_PACE": "1", "CARDTABLE_HAND_PAUSE": "1", "CARDTABLE_CREATES_PER_MINUTE": "1000"}
+PACE = {"CARDTABLE_BOT_PACE": "1", "CARDTABLE_HAND_PAUSE": "1", "CARDTABLE_DEFAULT_READY_S": "1",
+        "CARDTABLE_CREATES_PER_MINUTE": "1000"}
 """Nerts bots at a person's pace, so that the hand is still on when the owner dies."""
 
 BOTS = {"nerts": "greedy:easy", "anemone": "heuristic"}

@@ -68,6 +68,10 @@ class Resync(msgspec.Struct, tag_field="type", tag="resync", forbid_unknown_fiel
     """``{"type": "resync"}``: ask for a fresh snapshot."""
 
 
+class Ready(msgspec.Struct, tag_field="type", tag="ready", forbid_unknown_fields=True):
+    """``{"type": "ready"}``: the token's seat is ready for the next hand (``docs/protocol.md``, "Between hands")."""
+
+
 class Ping(msgspec.Struct, tag_field="type", tag="ping", forbid_unknown_fields=True):
     """``{"type": "ping", "t": 123.4, "rtt": 84.0}``: ``t`` is the client's clock in ms, echoed in the ``pong``;
     ``rtt`` (optional) the round trip in ms the client measured from its previous ``pong`` (``docs/protocol.md``,
@@ -77,7 +81,7 @@ class Ping(msgspec.Struct, tag_field="type", tag="ping", forbid_unknown_fields=T
     rtt: float | None = None
 
 
-ClientMessage = Hello | ActionMessage | Resync | Ping
+ClientMessage = Hello | ActionMessage | Resync | Ready | Ping
 
 _decoder = msgspec.json.Decoder(ClientMessage)
 _encoder = msgspec.json.Encoder()

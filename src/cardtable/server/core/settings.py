@@ -18,7 +18,8 @@ from dataclasses import dataclass
 class Settings:
     """Server-wide knobs, each with its default (``docs/deploy.md`` lists them, their variables and options).
 
-    Play: ``hand_pause_s`` between hands, ``bot_pace`` multiplies bot delays (tests use small ones),
+    Play: ``hand_pause_s`` between hands when no person is there to press Ready, ``default_ready_s`` the countdown
+    between hands for people who have not pressed Ready (tables that set none), ``bot_pace`` multiplies bot delays (tests use small ones),
     ``anemone_bot_delay_ms`` is an Enemy Anemone bot's pause before it plays, ``default_grace_s`` the grace before a
     bot plays for an absent person.
 
@@ -46,6 +47,7 @@ class Settings:
     bot_pace: float = 1.0
     anemone_bot_delay_ms: int = 700
     default_grace_s: float = 60.0
+    default_ready_s: float = 15.0
     max_body_bytes: int = 65536
     max_header_bytes: int = 16384
     request_timeout_s: float = 10.0
@@ -127,7 +129,8 @@ ENV_NAMES = {
 """Environment variables of the older settings; every other :class:`Settings` field ``x`` is ``CARDTABLE_X``."""
 
 HELP = {
-    "hand_pause_s": "Seconds between hands.",
+    "hand_pause_s": "Seconds between hands when no person connected is there to press Ready.",
+    "default_ready_s": "Seconds the next hand waits for people who have not pressed Ready (tables that set none).",
     "bot_pace": "Multiplies every bot's delays (below 1: faster bots).",
     "anemone_bot_delay_ms": "Milliseconds an Enemy Anemone bot waits before it plays.",
     "default_grace_s": "Seconds an absent person keeps their seat before a bot plays for them (tables that set none).",

@@ -21,12 +21,13 @@ from cardtable.server.core.errors import TableError
 from cardtable.server.core.errors import error_responses as _errors
 from cardtable.server.core.limits import TokenBuckets
 from cardtable.server.lobby.manager import Manager
-from cardtable.server.lobby.play_now import PLAY_NOW_BOTS
+from cardtable.server.lobby.play_now import PLAY_NOW_BOTS, visitor_key
 from cardtable.server.lobby.seating import bind_seat
 from cardtable.server.players.account_seats import mark_finished_accounts, seats_of_account
 from cardtable.server.players.leaderboards import play_now_bot
 from cardtable.server.players.names import NameRefused, check_name, has_control
 from cardtable.server.players.sessions import current_account, signed_in
+from cardtable.server.table.handover import MAX_READY_SECONDS
 from cardtable.server.table.owner import Table
 
 if TYPE_CHECKING:
@@ -55,7 +56,8 @@ class SeatSpec(BaseModel):
 class CreateTable(BaseModel):
     """``POST /api/tables`` body. ``grace_seconds``: how long a disconnected person keeps their seat before a bot
     plays it (default: the server's, 60 s). ``autostart`` (default true): a table whose other seats are all bots
-    starts by itself, without a Start click."""
+    starts by itself, without a Start click. ``ready_seconds``: how long the next hand waits for the people who
+    have not pressed Ready (default: the server's, 15 s; ``docs/protocol.md``, "Between hands")."""
 
     model_config = ConfigDict(extra="forbid")
     game: Literal["nerts", "anemone"]
@@ -65,6 +67,7 @@ class CreateTable(BaseModel):
     seed: int | None = Field(default=None, ge=0, lt=2**62)
     grace_seconds: float | None = Field(default=None, ge=0, le=86400)
     autostart: bool = True
+    ready_seconds: float | None = Field(default=None, ge=0, le=MAX_READY_SECONDS)
 
 
 class PlayNow(BaseModel):
@@ -84,7 +87,7 @@ class JoinTable(BaseModel):
 
 
 class TokenBody(BaseModel):
-    """``leave`` and ``start`` bodies: the seat's token."""
+    """``leave``, ``start`` and ``again`` bodies: the seat's token."""
 
     model_config = ConfigDict(extra="forbid")
     token: str = Field(max_length=200)
@@ -160,7 +163,9 @@ async def list_games() -> list[dict[str, Any]]:
 @router.post("/play", responses=_errors(409, 413, 422, 429))
 async def play_now(body: PlayNow, request: Request) -> dict[str, Any]:
     """Play now: a seat at the oldest waiting Play now table of the game with a free seat, else a new 4-seat table against
-    three medium bots that starts by itself after a short wait (``TABLE.starts_at``). A signed-in player rated in
+    three medium bots that starts by itself: after a short wait (``TABLE.starts_at``) while another client (another
+    address or browser, ``X-Visitor``) asked for the lobby's tables or pressed Play now of the game in the last ``LOBBY_PRESENCE_S`` (10 s),
+    else as soon as the player connects (``Manager.in_lobby``, ``docs/protocol.md``). A signed-in player rated in
     the game gets bots of the level nearest their rating instead (``docs/protocol.md``, "Accounts and players").
     Counted like a new table against the address's ``creates_per_minute`` (``429`` beyond); ``409 table.seat_limit``
     when the address already holds ``max_seats_per_address`` seats. The name is a guest's (:func:`guest_name`)."""
@@ -172,7 +177,8 @@ async def play_now(body: PlayNow, request: Request) -> dict[str, Any]:
     bot = await play_now_bot(request, body.game, PLAY_NOW_BOTS.get(body.game, ""))
     account_id = await _account_id(request)
     avoid = () if account_id is None else set(await seats_of_account(request.app.state.store, account_id))
-    table, seat, token = await manager.play_now(body.game, name, bot or None, avoid)
+    countdown = await manager.in_lobby(_visitor(request), body.game)  # another person could still join: wait
+    table, seat, token = await manager.play_now(body.game, name, bot or None, avoid, countdown)
     _mark_creator(table, address)
     table, token = await _bind(request, table, seat, token)
     manager.hold_seat(address, table, seat, token)
@@ -190,7 +196,7 @@ async def create_table(body: CreateTable, request: Request) -> dict[str, Any]:
     address = client_address(request)
     await manager.check_create(address)
     made, seat, token = await manager.create(
-        body.game, body.options, seats, name, body.seed, body.grace_seconds, body.autostart
+        body.game, body.options, seats, name, body.seed, body.grace_seconds, body.autostart, body.ready_seconds
     )
     _mark_creator(made, address)
     table, token = await bind_seat(request, made, seat, token)
@@ -219,6 +225,11 @@ async def _bind(request: Request, table: Table | RemoteTable, seat: int,
         raise
 
 
+def _visitor(request: Request) -> str:
+    """Who this lobby request is from (``play_now.visitor_key``): the address, with the browser's ``X-Visitor``."""
+    return visitor_key(client_address(request), request.headers.get("x-visitor"))
+
+
 def _mark_creator(table: object, address: str) -> None:
     """Note the address a table played here was made from (its bots' share of the bot pool, ``server/table/bots.py``)."""
     if isinstance(table, Table) and table.creator is None:
@@ -238,8 +249,11 @@ async def list_tables(
 ) -> list[dict[str, Any]]:
     """Tables with ``status`` (default ``open``), one page: open and playing ones oldest first, finished (and
     abandoned) ones newest first. When more follow, the ``X-Next-Cursor`` header holds the next page's ``cursor``.
-    A lobby read: ``429 lobby.read_limit`` with ``Retry-After`` beyond the address's ``lobby_reads_per_second``."""
-    tables, after = await _manager(request).list_tables(status, limit, cursor)
+    A lobby read: ``429 lobby.read_limit`` with ``Retry-After`` beyond the address's ``lobby_reads_per_second``.
+    The reader counts as in the lobby (``Manager.in_lobby``: a new Play now table waits for them)."""
+    manager = _manager(request)
+    await manager.in_lobby(_visitor(request))
+    tables, after = await manager.list_tables(status, limit, cursor)
     if after is not None:
         response.headers["X-Next-Cursor"] = after
     return await mark_finished_accounts(request.app.state.store, tables)
@@ -269,6 +283,24 @@ async def join_table(table_id: str, body: JoinTable, request: Request) -> dict[s
             raise TableError(409, "seat.account_held", f"you already hold seat {held[table_id]} at this table",
                              {"seat": held[table_id]})
     table, seat, token = await manager.join(table_id, name, body.seat)
+    table, token = await _bind(request, table, seat, token)
+    manager.hold_seat(address, table, seat, token)
+    return _seated(table.id, table.to_dict(), seat, token)
+
+
+@router.post("/tables/{table_id}/again", responses=_errors(403, 404, 409, 413, 422, 429))
+async def again_table(table_id: str, body: TokenBody, request: Request) -> dict[str, Any]:
+    """Play again at the finished table ``table_id`` with the token of a seat held there: the first press opens
+    the next table (same options, the bots in the same seats, the presser at their own seat number) and invites
+    the old table's connections (an ``again`` message); a later press takes the presser's seat at that same table
+    (``Manager.again``). Answered as ``join``; counted as a join per address (``429``, ``409 table.seat_limit``);
+    a signed-in seat is tied to the account as at ``join``. ``409 again.not_over`` before the end, ``409
+    again.followed`` for a second press from the same seat, ``403 token.bad`` for a token that held no seat."""
+    manager = _manager(request)
+    address = client_address(request)
+    await manager.check_join(address)
+    table, seat, token = await manager.again(table_id, body.token)
+    _mark_creator(table, address)
     table, token = await _bind(request, table, seat, token)
     manager.hold_seat(address, table, seat, token)
     return _seated(table.id, table.to_dict(), seat, token)

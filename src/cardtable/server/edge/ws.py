@@ -153,6 +153,12 @@ async def serve_connection(manager: Manager, table: Table | None, websocket: Web
                 connection.send_message(refusal_message("error", "say hello first", "hello.missing"))
             elif isinstance(message, messages.Resync):
                 table.submit_call(_snapshot(table, connection))
+            elif isinstance(message, messages.Ready):
+                if connection.seat is None:
+                    connection.send_message(refusal_message(
+                        "error", "a spectator cannot act: join a seat first", "action.spectator"))
+                    continue
+                table.submit_call(_ready(table, connection))
             elif isinstance(message, messages.ActionMessage):
                 if connection.seat is None:
                     connection.send_message({**refusal_message(
@@ -174,6 +180,14 @@ async def serve_connection(manager: Manager, table: Table | None, websocket: Web
         writer.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await writer
+
+
+def _ready(table: Table, connection: Connection) -> Callable[[], Awaitable[None]]:
+    async def go() -> None:
+        if connection.seat is not None:  # still seated when the owner gets to it
+            table.press_ready(connection.seat)
+
+    return go
 
 
 def _snapshot(table: Table, connection: Connection) -> Callable[[], Awaitable[None]]:

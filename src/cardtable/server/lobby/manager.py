@@ -5,8 +5,8 @@ on that table's owner (:meth:`Table.submit_call`), so lobby operations and actio
 
 This module holds the registry of the live tables (open, restore, create, the expiry sweep, ending and letting go,
 close); :class:`Manager`'s other parts are in their own modules: seats taken, left and started and connections
-seated (``joining.py``), Play now and autostart (``play_now.py``), listings, records and replays
-(``records.py``), where an operation runs (``routing.py``) and the limits per address (``quotas.py``).
+seated (``joining.py``), Play now and autostart (``play_now.py``), Play again (``again.py``), listings, records
+and replays (``records.py``), where an operation runs (``routing.py``) and the limits per address (``quotas.py``).
 """
 
 from __future__ import annotations
@@ -28,9 +28,10 @@ from cardtable.server.core.errors import TableError
 from cardtable.server.core.limits import TokenBucket, TokenBuckets
 from cardtable.server.core.settings import Settings
 from cardtable.server.core.tokens import hash_token, new_table_id, new_token
+from cardtable.server.lobby.again import Again
 from cardtable.server.lobby.joining import Joining
 from cardtable.server.lobby.listing import LiveLists
-from cardtable.server.lobby.play_now import PlayNow
+from cardtable.server.lobby.play_now import LobbyPresence, PlayNow
 from cardtable.server.lobby.quotas import Quotas
 from cardtable.server.lobby.records import Records
 from cardtable.server.lobby.routing import Routing, on_owner
@@ -52,7 +53,7 @@ def finished_for_s(row: TableRow) -> float:
     return (datetime.now(UTC) - ended).total_seconds()
 
 
-class Manager(Joining, PlayNow, Records, Routing, Quotas):
+class Manager(Joining, PlayNow, Again, Records, Routing, Quotas):
     """The server's tables. Build with :meth:`open` (restores unfinished tables), :meth:`close` at shutdown."""
 
     def __init__(self, store: Store, settings: Settings) -> None:
@@ -75,6 +76,8 @@ class Manager(Joining, PlayNow, Records, Routing, Quotas):
         """Set when this process is one of several (``--redis``, ``server/cluster/member.py``)."""
         self.listing = LiveLists()
         """The open and playing tables in the lobby's order (one process only: several list from the database)."""
+        self.presence = LobbyPresence()
+        """Who was in the lobby lately (``play_now.py``): whether a new Play now table waits for another person."""
 
     @classmethod
     async def open(cls, store: Store, settings: Settings, cluster: Cluster | None = None) -> Manager:
@@ -82,6 +85,8 @@ class Manager(Joining, PlayNow, Records, Routing, Quotas):
         no table is rebuilt here: the cluster takes each table nobody owns (its sweep, or the first request)."""
         manager = cls(store, settings)
         manager.cluster = cluster
+        if cluster is not None:
+            manager.presence = LobbyPresence(cluster.limits.redis)
         if cluster is None:
             for row in await store.load_tables(statuses=("open", "playing"), with_hands=True):
                 manager.restore(row)
@@ -201,8 +206,10 @@ class Manager(Joining, PlayNow, Records, Routing, Quotas):
     # -- new tables ----------------------------------------------------------------------------------
 
     async def create(self, game: str, options: dict[str, Any], seats: list[dict[str, Any]] | None, name: str,
-                     seed: int | None, grace_seconds: float | None, autostart: bool = True) -> tuple[Table, int, str]:
-        """A new open table; the creator takes the first open seat. Returns the table, that seat and its token.
+                     seed: int | None, grace_seconds: float | None, autostart: bool = True,
+                     ready_seconds: float | None = None, creator_seat: int | None = None) -> tuple[Table, int, str]:
+        """A new open table; the creator takes the first open seat (``creator_seat`` when given: an open one,
+        Play again). Returns the table, that seat and its token.
 
         With ``autostart`` and every other seat a bot, the table starts by itself: when the creator's first
         connection says ``hello``, or after ``Settings.solo_start_s`` without one (no Start click).
@@ -212,6 +219,9 @@ class Manager(Joining, PlayNow, Records, Routing, Quotas):
         seats are all bots (else 422 ``table.seed_not_allowed``, unless ``Settings.chosen_seeds``), and such a
         table is never rated (``TableRow.seed_chosen``). Without one the server draws the seed, and each hand's
         shuffle mixes in a server key (``table.hand_seed``).
+
+        ``ready_seconds`` is the countdown between hands for people who have not pressed Ready (``None``: the
+        server's ``default_ready_s``; ``server/table/handover.py``); the HTTP body bounds it.
         """
         try:
             info = get_game(game)
@@ -240,7 +250,7 @@ class Manager(Joining, PlayNow, Records, Routing, Quotas):
                 rows.append(SeatRow(seat=i, kind="bot", bot=bot, name=f"bot-{i}"))
             else:
                 rows.append(SeatRow(seat=i, kind="open"))
-        first_open = next((r for r in rows if r.kind == "open"), None)
+        first_open = next((r for r in rows if r.kind == "open" and creator_seat in (None, r.seat)), None)
         if first_open is None:
             raise TableError(422, "seats.none_open", "seats: at least one seat must be open, for you")
         if seed is not None and not self.settings.chosen_seeds and sum(r.kind == "open" for r in rows) > 1:
@@ -252,7 +262,7 @@ class Manager(Joining, PlayNow, Records, Routing, Quotas):
             id=new_table_id(), game=game, options=dict(options), status="open",
             seed=seed if seed is not None else random.SystemRandom().randrange(2**62),
             grace_seconds=self.settings.default_grace_s if grace_seconds is None else grace_seconds,
-            created=now_iso(), seats=rows, seed_chosen=seed is not None,
+            created=now_iso(), seats=rows, seed_chosen=seed is not None, ready_seconds=ready_seconds,
         )
         if self.cluster is not None:
             await self.cluster.claim_new(row.id)

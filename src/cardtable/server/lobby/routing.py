@@ -68,6 +68,10 @@ class Routing:
         async def _play_join(self, table_id: str, name: str,
                              bot: str | None) -> tuple[Table | RemoteTable, int, str]: ...
 
+        async def again(self, table_id: str, token: str) -> tuple[Table | RemoteTable, int, str]: ...
+
+        async def again_join_here(self, table: Table, name: str, seat: int) -> tuple[Table, int, str]: ...
+
     async def route(self, table_id: str, method: str, args: dict[str, Any],
                     here: Callable[[Table], Awaitable[T]], there: Callable[[dict[str, Any]], T]) -> T:
         """Run lobby operation ``method`` on the live table ``table_id`` wherever it is played: ``here(table)`` when
@@ -97,13 +101,18 @@ class Routing:
 
     async def run_local(self, method: str, table_id: str, args: dict[str, Any]) -> dict[str, Any]:
         """Run a lobby operation another process forwarded (``Cluster.call``) on a table owned here: ``join``
-        (``name``, ``seat``), ``play_join`` (``name``, ``bot``), ``leave`` or ``start`` (``token``), ``bind``
-        (``seat``, ``token``, ``account_id``, ``account_name``: ``seat_accounts.bind_seat_here``). Returns
+        (``name``, ``seat``), ``play_join`` (``name``, ``bot``), ``leave``, ``start`` or ``again`` (``token``),
+        ``again_join`` (``name``, ``seat``: ``again.py``), ``bind`` (``seat``, ``token``, ``account_id``,
+        ``account_name``: ``seat_accounts.bind_seat_here``). Returns
         ``{"table": TABLE, "seat", "token"}`` (seat and token for the joins); ``TableError`` as the method."""
         if method == "join":
             table, seat, token = await self.join(table_id, str(args["name"]), args.get("seat"))
         elif method == "play_join":
             table, seat, token = await self._play_join(table_id, str(args["name"]), args.get("bot"))
+        elif method == "again":  # Play again at a finished table owned here (again.py)
+            table, seat, token = await self.again(table_id, str(args["token"]))
+        elif method == "again_join":
+            table, seat, token = await self.again_join_here(self.live(table_id), str(args["name"]), int(args["seat"]))
         elif method == "bind":  # a signed-in person's seat taken through another process (server/players/accounts.py)
             table = self.live(table_id)
             token = await bind_seat_here(self.store, table, args)

@@ -46,6 +46,9 @@ class TableRow:
     winners: list[int] | None = None
     seed_chosen: bool = False
     """The creator chose ``seed``: the deals follow from it alone (``table.hand_seed``) and the table is unrated."""
+    ready_seconds: float | None = None
+    """Seconds the next hand waits for people who have not pressed Ready (``server/table/handover.py``); ``None``:
+    the server's ``default_ready_s``."""
     seats: list[SeatRow] = field(default_factory=list)
     hands: list[HandRow] = field(default_factory=list)
 

@@ -5,6 +5,7 @@ an owner's writes are refused once a newer owner has raised it; ``actions.epoch`
 action (``NULL`` for a single process). ``tables.play_now`` is 1 for a table made by Play now (its bot seats a
 person may take until the start): Play now looks for its next table through ``ix_tables_play_now``.
 ``tables.seed_chosen`` is 1 when the creator chose the seed (its deals follow from it alone; never rated).
+``tables.ready_seconds`` is the countdown between hands the creator set (``NULL``: the server's default).
 
 Kept in step with ``migrations/versions`` (Alembic), which is what creates it.
 """
@@ -32,6 +33,7 @@ tables = Table(
     Column("epoch", BigInteger, nullable=False, default=0, server_default="0"),
     Column("play_now", Integer, nullable=False, default=0, server_default="0"),
     Column("seed_chosen", Integer, nullable=False, default=0, server_default="0"),
+    Column("ready_seconds", Float, nullable=True),
     Index("ix_tables_status_created", "status", "created", "id"),
     Index("ix_tables_status_finished", "status", "finished", "id"),
     Index("ix_tables_play_now", "status", "game", "play_now", "created", "id"),

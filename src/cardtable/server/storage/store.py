@@ -212,7 +212,7 @@ class Store:
                 schema.tables.insert().values(
                     id=row.id, game=row.game, options=row.options, status=row.status, seed=row.seed,
                     grace_seconds=row.grace_seconds, created=row.created, epoch=self.fences.get(row.id, 0),
-                    seed_chosen=int(row.seed_chosen),
+                    seed_chosen=int(row.seed_chosen), ready_seconds=row.ready_seconds,
                 )
             )
             conn.execute(
@@ -300,7 +300,8 @@ class Store:
             rows = [
                 TableRow(id=r.id, game=r.game, options=dict(r.options), status=r.status, seed=r.seed,
                          grace_seconds=r.grace_seconds, created=r.created, finished=r.finished, hands_played=r.hands,
-                         totals=r.totals, winners=r.winners, seed_chosen=bool(r.seed_chosen))
+                         totals=r.totals, winners=r.winners, seed_chosen=bool(r.seed_chosen),
+                         ready_seconds=r.ready_seconds)
                 for r in (await conn.execute(query)).all()
             ]
             by_id = {row.id: row for row in rows}

@@ -4,7 +4,7 @@ Everything that changes a table goes through its queue: actions from connections
 (:class:`QueuedAction`), and lobby operations (:class:`Call`). Actions waiting together are applied in arrival order and
 persisted in one write (group commit) before they are acknowledged and their updates go out. After every change
 the owner re-reads the hand's clock (``state.clock_action()``: Nerts' in-flight ``end_hand`` and the stall guard's
-``rotate``, ``docs/rules/nerts.md``), wakes the bots, and starts the next hand after a pause until the match ends.
+``rotate``, ``docs/rules/nerts.md``), wakes the bots, and starts the next hand once its people are ready (``handover.py``) until the match ends.
 
 This module holds the owner's queue, applying actions, the hands and the match; :class:`Table`'s other parts are
 in their own modules: what its audience is sent (``audience.py``), its seats and who is there (``presence.py``),
@@ -35,6 +35,7 @@ from cardtable.server.table.connections import Connection
 from cardtable.server.table.deals import DEAL_KEY, hand_seed
 from cardtable.server.table.driving import Driving
 from cardtable.server.table.fairness import FairGate
+from cardtable.server.table.handover import HandOver
 from cardtable.server.table.match_results import record_finished
 from cardtable.server.table.presence import STANDIN_BOTS, Presence
 from cardtable.server.table.seats import SeatState
@@ -53,7 +54,7 @@ class Call:
     future: asyncio.Future[Any]
 
 
-class Table(Audience, Presence, Driving):
+class Table(Audience, Presence, Driving, HandOver):
     """A live table and its owner task. Build with :meth:`create` or :meth:`restore`, then :meth:`start_owner`."""
 
     def __init__(self, row: TableRow, info: GameInfo, store: Store, settings: Settings) -> None:
@@ -79,6 +80,9 @@ class Table(Audience, Presence, Driving):
         self._clock_key: tuple[int, Action] | None = None
         self._clock_handles: list[asyncio.TimerHandle] = []
         self._next_hand: asyncio.TimerHandle | None = None
+        self.ready: set[int] = set()
+        self.next_hand_due: float | None = None
+        self.countdown_due: float | None = None
         self._bot_tasks: dict[int, tuple[str, asyncio.Task[None]]] = {}
         self.broken: str | None = None
         self.gate: FairGate | None = FairGate(self) if info.name == "nerts" else None
@@ -106,6 +110,10 @@ class Table(Audience, Presence, Driving):
         self.creator: str | None = None
         """The client address the table was made from (set by the lobby; ``None`` after a restart): its searching
         bots share that address's quota of the bot pool (``server/table/bots.py``, ``SearchScheduler``)."""
+        self.successor: str | None = None
+        """The id of the table Play again opened after this finished one (``server/lobby/again.py``), or ``None``."""
+        self.followed: set[int] = set()
+        """Seats of this table whose person took a seat at :attr:`successor` (each follows once)."""
         self.stopped = False
         """Set by :meth:`stop`: later calls are answered 503 at once."""
         self.on_error: Callable[[BaseException], None] | None = None
@@ -147,8 +155,10 @@ class Table(Audience, Presence, Driving):
         """Start the owner task and, for a table in play, its clock, bots and absence timers."""
         self.task = asyncio.create_task(self._run(), name=f"table-{self.id}")
         if self.status == "playing":
-            if self.state is None or (self.state.is_over and not self.match.is_over):
-                self._schedule_next_hand(0.0 if self.state is None else self.settings.hand_pause_s)
+            if self.state is None:
+                self._schedule_next_hand(0.0)
+            elif self.state.is_over and not self.match.is_over:
+                self.open_ready_step(restored=True)  # rebuilt between hands: a fresh ready step (handover.py)
             elif self.state.is_over and self.match.is_over:
                 self.submit_call(self._finish_match)
             for seat in self.seats:
@@ -360,6 +370,7 @@ class Table(Audience, Presence, Driving):
 
     async def _start_hand(self) -> None:
         self._next_hand = None
+        self.close_ready_step()
         if self.status != "playing" or self.match.is_over:
             return
         if self.state is not None and not self.state.is_over:
@@ -388,7 +399,7 @@ class Table(Audience, Presence, Driving):
         if over:
             await self._finish_match()
         else:
-            self._schedule_next_hand(self.settings.hand_pause_s)
+            self.open_ready_step()  # the next hand waits for Ready (handover.py)
 
     async def _finish_match(self) -> None:
         self.row.status = "finished"

@@ -57,6 +57,8 @@ class Presence:
 
         def _sync_bots(self) -> None: ...
 
+        def presence_changed(self) -> None: ...
+
     # -- seats, for the lobby (on the owner, through submit_call) ------------------------------------------
 
     def seat_of(self, token: str | None) -> int:
@@ -116,6 +118,7 @@ class Presence:
                 state.away_timer.cancel()
                 state.away_timer = None
             self._sync_bots()
+            self.presence_changed()  # between hands, a seat left holds nobody (handover.py)
         return state.row
 
     def mark_play_now(self) -> None:
@@ -158,6 +161,7 @@ class Presence:
         self.last_presence = time.monotonic()
         if seat is None:
             self.spectators.add(connection)
+            self.presence_changed()  # between hands, it is told who is ready (handover.py)
             return changed
         self.last_person = self.last_presence
         state = self.seats[seat]
@@ -171,6 +175,7 @@ class Presence:
         if state.standin is not None:
             state.standin = None
             self._sync_bots()
+        self.presence_changed()  # between hands, the next hand waits for this person too (handover.py)
         return changed
 
     def detach(self, connection: Connection) -> None:
@@ -186,6 +191,7 @@ class Presence:
         state.connections.discard(connection)
         if not state.connections:
             self._start_away_timer(state)
+            self.presence_changed()  # between hands, a person gone holds nobody (handover.py)
 
     def _start_away_timer(self, state: SeatState) -> None:
         if self.status != "playing" or state.connections or state.standin is not None or state.row.kind != "person":
