@@ -524,7 +524,8 @@ def stats_rows(client: TestClient, game: str) -> dict[str, Any]:
 def test_a_partnership_nerts_match_stores_each_seats_calls_and_cards_left(client: TestClient) -> None:
     """Nerts calls and cards left in the Nerts pile, per hand, summed per seat (partners share a pile: each
     counts its cards); partners are one team; a person who left is gone, still credited (last); a bot level's totals in
-    ``player_stats`` add up its seats; the bot accounts are made once; recording again changes nothing."""
+    ``player_stats`` add up its seats (one match, however many seats); the bot accounts are made once; recording
+    again changes nothing."""
     client.post("/api/accounts", json={"name": "Pia", "password": "long enough"}, headers=ORIGIN)
     bots = ["greedy:easy", "greedy:hard", "greedy:easy"]
     made = client.post("/api/tables", headers=ORIGIN, json={
@@ -564,12 +565,12 @@ def test_a_partnership_nerts_match_stores_each_seats_calls_and_cards_left(client
     assert set(got) == {"Pia", "greedy:hard", "greedy:easy"}
     for name, seats in (("Pia", [0]), ("greedy:easy", [1, 3]), ("greedy:hard", [2])):
         row = got[name]
-        assert (row.matches, row.hands) == (len(seats), len(seats) * len(views))
-        assert row.wins == sum(1 for s in seats if s in table["winners"] and s != 0)  # who left never wins
+        assert (row.matches, row.hands) == (1, len(seats) * len(views))  # one match, hands counted per seat
+        assert row.wins == int(any(s in table["winners"] and s != 0 for s in seats))  # who left never wins
         assert row.points == sum(table["totals"][s] for s in seats)
         assert (row.nerts_calls, row.cards_left, row.anemones) == (
             sum(calls[s] for s in seats), sum(left[s] for s in seats), 0)
-        assert row.matches == len([r for r in rows if r.account_id == row.account_id])
+        assert row.matches == len({r.table_id for r in rows if r.account_id == row.account_id})
     a = ps.accounts
     bot_rows = query(client, select(a).where(a.c.kind == "bot"))
     assert sorted(row.name for row in bot_rows) == ["greedy:easy", "greedy:hard"]  # one account per level
@@ -676,7 +677,7 @@ def test_a_nerts_hand_ended_without_a_call_and_an_abandoned_match_are_recorded(d
     """Two people declare themselves stuck twice: the hand ends with nobody calling Nerts; both then leave the
     table and it is abandoned. Its results are still recorded: no calls, each seat's whole Nerts pile left, both
     people absent and last."""
-    settings = Settings(hand_pause_s=0.05, bot_pace=0.05, abandon_after_s=0.2, expiry_check_s=0.1)
+    settings = Settings(hand_pause_s=0.05, default_ready_s=0.05, bot_pace=0.05, abandon_after_s=0.2, expiry_check_s=0.1)
     pile = 6
     with TestClient(create_app(db_url, settings)) as client:
         made = client.post("/api/tables", headers=ORIGIN, json={
@@ -719,7 +720,7 @@ def test_a_nerts_hand_ended_without_a_call_and_an_abandoned_match_are_recorded(d
 def test_a_nerts_match_abandoned_in_its_first_hand_is_recorded(db_url: str) -> None:
     """Nobody ever connects to a started two-person table (other tables are in play beside it): it is
     abandoned during its first hand, and its own record gives each seat's cards left (no calls)."""
-    settings = Settings(hand_pause_s=0.05, bot_pace=20, abandon_after_s=0.2, expiry_check_s=0.1)
+    settings = Settings(hand_pause_s=0.05, default_ready_s=0.05, bot_pace=20, abandon_after_s=0.2, expiry_check_s=0.1)
     pile = 7
     with TestClient(create_app(db_url, settings)) as client:
         for _ in range(3):  # the results must come from this table's own record, whatever else is stored

@@ -84,7 +84,10 @@ async def player(name: str, request: Request) -> dict[str, Any]:
     """A player's page: ``{"name", "kind", "created", "games": {game: {"rating": {"ordinal", "mu", "sigma",
     "matches"} | null, "history": [{"at", "table", "ordinal"}] (oldest first, the last 200), "matches", "wins",
     "win_rate", "points_per_hand", and for Nerts "nerts_calls", "cards_left_per_hand", for Enemy Anemone
-    "anemones"}}}``. Only games played appear. 404 ``player.unknown``."""
+    "anemones"}}}``. Only games played appear. ``matches`` counts the finished matches (one per match, however many
+    seats the player held: a bot level may hold several), ``wins`` those in which one of its seats won;
+    ``rating.matches`` counts the rated ones, one ``history`` point each (a chosen deal, or a match with no other
+    rated player, is not rated). 404 ``player.unknown``."""
     _check_name(name)
     r, h, p = ps.ratings, ps.rating_history, ps.player_stats
     async with _store(request).engine.connect() as conn:
@@ -134,10 +137,14 @@ async def player_matches(
     before: Annotated[str | None, Query(max_length=80)] = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> dict[str, Any]:
-    """A player's matches, newest first: ``{"matches": [{"table", "game", "finished", "seat", "players", "rank",
-    "won", "points", "hands", "stats", "ordinal_before", "ordinal_after", "seats": [{"seat", "name", "kind",
-    "rank", "points"}], "replay"}], "next": cursor | null}``; a seat's ``name`` is its player's (a bot level's
-    spec, an account's name), a guest's seat name, or null for a deleted player (``kind`` ``guest``, ``deleted``); pass ``next`` as ``before`` for the older page.
+    """A player's matches, newest first, one entry per match: ``{"matches": [{"table", "game", "finished",
+    "seat", "mine", "players", "rank", "won", "points", "hands", "stats", "ordinal_before", "ordinal_after",
+    "seats": [{"seat", "name", "kind", "rank", "points"}], "replay"}], "next": cursor | null}``. ``mine`` lists
+    the seats the player held (a bot level may hold several); ``seat``, ``rank``, ``points`` and ``stats`` are those
+    of the best placed of them, ``won`` is true when any of them won; ``ordinal_before``/``ordinal_after`` are the
+    player's rating around the match (null when it was not rated). A seat's ``name`` is its player's (a bot
+    level's spec, an account's name), a guest's seat name, or null for a deleted player (``kind`` ``guest``,
+    ``deleted``); pass ``next`` as ``before`` for the older page.
     422 ``game.unknown`` or ``player.bad_cursor``; 404 ``player.unknown``."""
     if game is not None:
         _check_game(game)
@@ -149,33 +156,43 @@ async def player_matches(
     m, a = ps.match_seats, ps.accounts
     async with _store(request).engine.connect() as conn:
         found = await _find(conn, name)
-        query = select(m).where(m.c.account_id == found.id)
+        query = select(m.c.table_id, m.c.finished).where(m.c.account_id == found.id)
         if game is not None:
             query = query.where(m.c.game == game)
         if before is not None:
             query = query.where(or_(m.c.finished < finished, and_(m.c.finished == finished, m.c.table_id < table_id)))
-        query = query.order_by(m.c.finished.desc(), m.c.table_id.desc()).limit(limit + 1)
-        rows = (await conn.execute(query)).all()
-        more = len(rows) > limit
-        rows = rows[:limit]
-        others: dict[str, list[dict[str, Any]]] = {row.table_id: [] for row in rows}
-        if others:
-            seats_q = (select(m.c.table_id, m.c.seat, m.c.name, m.c.rank, m.c.points, a.c.kind, a.c.deleted,
-                              a.c.name.label("account_name"))
+        query = (query.group_by(m.c.table_id, m.c.finished)
+                 .order_by(m.c.finished.desc(), m.c.table_id.desc()).limit(limit + 1))
+        tables = (await conn.execute(query)).all()
+        more = len(tables) > limit
+        tables = tables[:limit]
+        seats: dict[str, list[Any]] = {row.table_id: [] for row in tables}
+        if seats:
+            seats_q = (select(m, a.c.kind, a.c.deleted, a.c.name.label("account_name"))
                        .select_from(m.outerjoin(a, a.c.id == m.c.account_id))
-                       .where(m.c.table_id.in_(list(others))).order_by(m.c.table_id, m.c.seat))
+                       .where(m.c.table_id.in_(list(seats))).order_by(m.c.table_id, m.c.seat))
             for s in await conn.execute(seats_q):
-                kind = "guest" if s.kind is None else ("deleted" if s.deleted else s.kind)
-                shown = s.account_name if kind in ("person", "bot") else (None if kind == "deleted" else s.name)
-                others[s.table_id].append({"seat": s.seat, "name": shown, "kind": kind, "rank": s.rank,
-                                           "points": s.points})
-    out = [{
-        "table": row.table_id, "game": row.game, "finished": row.finished, "seat": row.seat, "players": row.players,
-        "rank": row.rank, "won": bool(row.won), "points": row.points, "hands": row.hands, "stats": row.stats,
-        "ordinal_before": _round(row.ordinal_before), "ordinal_after": _round(row.ordinal_after), "seats": others[row.table_id],
-        "replay": f"/?replay={row.table_id}",
-    } for row in rows]
-    return {"matches": out, "next": _cursor(rows[-1].finished, rows[-1].table_id) if more and rows else None}
+                seats[s.table_id].append(s)
+    out = [_match_entry(found.id, seats[row.table_id]) for row in tables]
+    return {"matches": out, "next": _cursor(tables[-1].finished, tables[-1].table_id) if more and tables else None}
+
+
+def _match_entry(account_id: int, rows: list[Any]) -> dict[str, Any]:
+    """One match of :func:`player_matches` from its ``match_seats`` rows (joined with their accounts)."""
+    mine = [s for s in rows if s.account_id == account_id]
+    best = min(mine, key=lambda s: (s.rank, s.seat))
+    listed = []
+    for s in rows:
+        kind = "guest" if s.kind is None else ("deleted" if s.deleted else s.kind)
+        shown = s.account_name if kind in ("person", "bot") else (None if kind == "deleted" else s.name)
+        listed.append({"seat": s.seat, "name": shown, "kind": kind, "rank": s.rank, "points": s.points})
+    return {
+        "table": best.table_id, "game": best.game, "finished": best.finished, "seat": best.seat,
+        "mine": [s.seat for s in mine], "players": best.players, "rank": best.rank,
+        "won": any(s.won for s in mine), "points": best.points, "hands": best.hands, "stats": best.stats,
+        "ordinal_before": _round(best.ordinal_before), "ordinal_after": _round(best.ordinal_after),
+        "seats": listed, "replay": f"/?replay={best.table_id}",
+    }
 
 
 PLAY_NOW_LADDER: dict[str, list[str]] = {

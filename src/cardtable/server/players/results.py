@@ -184,17 +184,24 @@ def record_results(conn: Connection, result: MatchResult) -> bool:
 
 
 def _add_stats(conn: Connection, result: MatchResult, won: set[int]) -> None:
-    """Add the match to each account's (and bot level's) running totals in ``player_stats``."""
+    """Add the match to each account's (and bot level's) running totals in ``player_stats``: one match per account
+    however many seats it held (a bot level on three seats played one match, and won it when any of its seats
+    won), and its seats' points, Nerts calls, cards left and anemones summed, with ``hands`` counted per seat
+    (seats times hands), so that points and cards left per hand stay per seat and hand."""
     p = ps.player_stats
+    totals: dict[int, dict[str, int]] = {}
     for seat in result.seats:
         if seat.account_id is None:
             continue
-        add = {"matches": 1, "wins": int(seat.seat in won), "points": seat.points, "hands": result.hands,
-               "nerts_calls": seat.stats.get("nerts_calls", 0), "cards_left": seat.stats.get("cards_left", 0),
-               "anemones": seat.stats.get("anemones", 0)}
-        key = (p.c.account_id == seat.account_id) & (p.c.game == result.game)
+        add = totals.setdefault(seat.account_id, {"matches": 1, "wins": 0, "points": 0, "hands": 0,
+                                                  "nerts_calls": 0, "cards_left": 0, "anemones": 0})
+        add["wins"] = max(add["wins"], int(seat.seat in won))
+        add["points"] += seat.points
+        add["hands"] += result.hands
+        for stat in ("nerts_calls", "cards_left", "anemones"):
+            add[stat] += seat.stats.get(stat, 0)
+    for account_id, add in totals.items():
+        key = (p.c.account_id == account_id) & (p.c.game == result.game)
         done = conn.execute(update(p).where(key).values({p.c[k]: p.c[k] + v for k, v in add.items()}))
         if done.rowcount == 0:
-            conn.execute(insert(p).values(account_id=seat.account_id, game=result.game, **add))
-
-
+            conn.execute(insert(p).values(account_id=account_id, game=result.game, **add))
