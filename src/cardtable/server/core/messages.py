@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from itertools import accumulate
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -24,6 +24,9 @@ RATE_BURST = 60.0
 
 HELLO_TIMEOUT_S = 10.0
 """Seconds a connection has to send ``hello`` before it is closed."""
+
+MAX_REACTION_CHARS = 32
+"""Longest reaction id a ``react`` message may carry, in characters (every real one is shorter)."""
 
 MAX_DEPTH = 32
 """Deepest nesting of arrays and objects accepted in a client message (the deepest real action is 2 levels)."""
@@ -72,6 +75,13 @@ class Ready(msgspec.Struct, tag_field="type", tag="ready", forbid_unknown_fields
     """``{"type": "ready"}``: the token's seat is ready for the next hand (``docs/protocol.md``, "Between hands")."""
 
 
+class React(msgspec.Struct, tag_field="type", tag="react", forbid_unknown_fields=True):
+    """``{"type": "react", "reaction": "nice"}``: the token's seat shows a preset reaction to the table
+    (``docs/protocol.md``, "Reactions"; the ids are ``server/table/reactions.py``'s, checked there)."""
+
+    reaction: Annotated[str, msgspec.Meta(max_length=MAX_REACTION_CHARS)]
+
+
 class Ping(msgspec.Struct, tag_field="type", tag="ping", forbid_unknown_fields=True):
     """``{"type": "ping", "t": 123.4, "rtt": 84.0}``: ``t`` is the client's clock in ms, echoed in the ``pong``;
     ``rtt`` (optional) the round trip in ms the client measured from its previous ``pong`` (``docs/protocol.md``,
@@ -81,7 +91,7 @@ class Ping(msgspec.Struct, tag_field="type", tag="ping", forbid_unknown_fields=T
     rtt: float | None = None
 
 
-ClientMessage = Hello | ActionMessage | Resync | Ready | Ping
+ClientMessage = Hello | ActionMessage | Resync | Ready | React | Ping
 
 _decoder = msgspec.json.Decoder(ClientMessage)
 _encoder = msgspec.json.Encoder()

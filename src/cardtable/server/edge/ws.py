@@ -159,6 +159,8 @@ async def serve_connection(manager: Manager, table: Table | None, websocket: Web
                         "error", "a spectator cannot act: join a seat first", "action.spectator"))
                     continue
                 table.submit_call(_ready(table, connection))
+            elif isinstance(message, messages.React):  # shown to the table, never stored (server/table/reactions.py)
+                table.reactions.react(connection, message.reaction)
             elif isinstance(message, messages.ActionMessage):
                 if connection.seat is None:
                     connection.send_message({**refusal_message(

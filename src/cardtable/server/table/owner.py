@@ -38,6 +38,7 @@ from cardtable.server.table.fairness import FairGate
 from cardtable.server.table.handover import HandOver
 from cardtable.server.table.match_results import record_finished
 from cardtable.server.table.presence import STANDIN_BOTS, Presence
+from cardtable.server.table.reactions import Reactions
 from cardtable.server.table.seats import SeatState
 
 log = logging.getLogger("cardtable.server.table.owner")
@@ -110,6 +111,8 @@ class Table(Audience, Presence, Driving, HandOver):
         self.creator: str | None = None
         """The client address the table was made from (set by the lobby; ``None`` after a restart): its searching
         bots share that address's quota of the bot pool (``server/table/bots.py``, ``SearchScheduler``)."""
+        self.reactions = Reactions(self.broadcast)
+        """Each seat's budget of reactions and their broadcast (``reactions.py``): never in the record."""
         self.successor: str | None = None
         """The id of the table Play again opened after this finished one (``server/lobby/again.py``), or ``None``."""
         self.followed: set[int] = set()
