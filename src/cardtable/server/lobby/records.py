@@ -126,7 +126,9 @@ class Records:
         return record_of(rows[0])
 
     async def replay(self, table_id: str) -> dict[str, Any]:
-        """``{"record": RECORD, "steps": [...]}`` for a finished table (``docs/protocol.md``, replay)."""
+        """``{"record": RECORD, "steps": [...], "hands": [{"scores": [...], "ended": ...}], "totals": [...]}`` for a
+        finished table (``docs/protocol.md``, replay): one step per hand start and per action, then each hand's
+        scores (points per seat) and the match totals, as ``cardtable replay --json`` gives them."""
         record = await self.record(table_id)
         steps: list[dict[str, Any]] = []
         anemone = record.game == "anemone"
@@ -140,5 +142,5 @@ class Records:
                           "action": None if entry is None else entry.action, "view": state.view(None),
                           "hands": hands})
 
-        fold(record, on_step=step)
-        return {"record": record.to_dict(), "steps": steps}
+        summary = fold(record, on_step=step).to_dict()
+        return {"record": record.to_dict(), "steps": steps, "hands": summary["hands"], "totals": summary["totals"]}
