@@ -6,6 +6,7 @@ quick bots and a short pause between hands. Tests are marked ``browser``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -54,7 +55,23 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Start the real server; yields its base URL (``http://127.0.0.1:PORT``)."""
+    """Start the real server, shared by the whole session; yields its base URL (``http://127.0.0.1:PORT``)."""
+    with _serve(tmp_path_factory) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def fresh_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A server of the module's own, on an empty database: for tests that count what the shared one accumulates
+    (a bot level's matches, a leaderboard's rows)."""
+    with _serve(tmp_path_factory) as base:
+        yield base
+
+
+@contextlib.contextmanager
+def _serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Run ``cardtable serve`` on a free port with a new SQLite database and the tests' settings until the block
+    ends; yields its base URL."""
     port = _free_port()
     db = tmp_path_factory.mktemp("db") / "cardtable.sqlite3"
     log = tmp_path_factory.mktemp("log") / "server.log"

@@ -12,13 +12,21 @@ export function errorText(err, game = null) {
   return err?.message ?? String(err);
 }
 
+/** This browser's lobby visitor id (localStorage `ct.visitor`), sent as `X-Visitor` so that two people behind one
+ * address count as two in the lobby (docs/protocol.md, "Play now": whether a new table waits for another person). */
+function visitor() {
+  let id = localStorage.getItem('ct.visitor');
+  if (!id) { id = Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, '0')).join(''); localStorage.setItem('ct.visitor', id); }
+  return { 'X-Visitor': id };
+}
+
 /** One page of a paged list (docs/protocol.md: `limit`, `cursor`, the `X-Next-Cursor` header):
  * {rows, next}, `next` the cursor of the following page or null when this is the last. */
 async function page(path, limit, cursor) {
   const q = new URLSearchParams(path.split('?')[1] || '');
   q.set('limit', String(limit));
   if (cursor) q.set('cursor', cursor);
-  const res = await fetch(`${path.split('?')[0]}?${q}`);
+  const res = await fetch(`${path.split('?')[0]}?${q}`, { headers: visitor() });
   let data = null;
   try { data = await res.json(); } catch { data = null; }
   if (!res.ok) throw new ApiError(res.status, data?.detail || `HTTP ${res.status}`, data?.code ?? null, data?.params || {});
@@ -28,7 +36,7 @@ async function page(path, limit, cursor) {
 async function call(method, path, body) {
   const res = await fetch(path, {
     method,
-    headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
+    headers: body === undefined ? visitor() : { ...visitor(), 'Content-Type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   let data = null;
@@ -50,6 +58,8 @@ export const api = {
   leave: (id, token) => call('POST', `/api/tables/${encodeURIComponent(id)}/leave`, { token }),
   play: (body) => call('POST', '/api/play', body),
   start: (id, token) => call('POST', `/api/tables/${encodeURIComponent(id)}/start`, { token }),
+  /** Play again from a finished table: {table, seat, token} at the next table (docs/protocol.md, "Play again"). */
+  again: (id, token) => call('POST', `/api/tables/${encodeURIComponent(id)}/again`, { token }),
   replay: (id) => call('GET', `/api/tables/${encodeURIComponent(id)}/replay`),
   finished: () => call('GET', '/api/finished'),
   /** One page of tables with `status` (open, playing, finished): {rows, next}. */

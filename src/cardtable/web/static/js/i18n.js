@@ -54,8 +54,25 @@ export function currentLanguage() { return lang; }
 /** Does the catalogue have this key? */
 export function has(key) { return key in (catalogues[lang] || {}) || key in (catalogues.en || {}); }
 
-/** Translate key, filling {name} placeholders from vars. */
+const pluralRules = {};
+
+/**
+ * The catalogue key for a count: `KEY_one` (or another CLDR category: `_zero`, `_two`, `_few`, `_many`) when
+ * Intl.PluralRules of the page's language puts `n` in that category and the catalogue has such a key, else KEY
+ * itself (the "other" form). English has `nerts.pile_label_one` "{pile}: {n} card" beside `nerts.pile_label`
+ * "{pile}: {n} cards"; Korean and Japanese have one form (their rules always say "other"), so their `_one` keys,
+ * kept so the three catalogues have the same keys, are never read.
+ */
+function pluralKey(key, n) {
+  if (typeof n !== 'number' || !Number.isFinite(n)) return key;
+  pluralRules[lang] ??= new Intl.PluralRules(lang);
+  const form = `${key}_${pluralRules[lang].select(n)}`;
+  return form in (catalogues[lang] || {}) ? form : key;
+}
+
+/** Translate key, filling {name} placeholders from vars; a numeric `vars.n` picks the plural form (pluralKey). */
 export function t(key, vars = {}) {
+  key = pluralKey(key, vars.n);
   let s = catalogues[lang]?.[key] ?? catalogues.en?.[key];
   if (s === undefined) return key;
   return s.replace(/\{(\w+)\}/g, (m, k) => (k in vars ? String(vars[k]) : m));

@@ -1,4 +1,5 @@
-// The leaderboard of one game (/?leaderboard=nerts): people and bot levels by ordinal (mu - 3 sigma).
+// The leaderboard of one game (/?leaderboard=nerts): people and bot levels by ordinal (mu - 3 sigma); a bot level is
+// named as everywhere else (names.js's botName: "Bot (Intermediate)").
 import { h, fill } from './util.js';
 import { loadPlayersWords, tp, refusal, call, num, whoAmI } from './players_i18n.js';
 import { playerLabel } from './player.js';
@@ -33,8 +34,7 @@ export function showLeaderboard(main, game, navigate) {
         h('th.num', { text: tp('board.rating') }), h('th.num.wide', { text: tp('board.matches') }), h('th.num.wide', { text: tp('board.wins') }))),
       h('tbody', {}, rows.map((r) => h('tr' + (me && r.kind === 'person' && r.name === me.name ? '.mine' : ''), { dataset: { name: r.name } },
         h('td.num', { text: String(r.rank) }),
-        h('td.name', {}, h('a', { href: href(r.name), onclick: (e) => { e.preventDefault(); navigate(href(r.name)); } }, bdi(playerLabel(r.name, r.kind))),
-          r.kind === 'bot' ? h('span.badge', { text: tp('player.bot') }) : null),
+        h('td.name', {}, h('a', { href: href(r.name), onclick: (e) => { e.preventDefault(); navigate(href(r.name)); } }, bdi(playerLabel(r.name, r.kind)))),
         h('td.num.rating', { text: num(r.ordinal, 1) }),
         h('td.num.wide', { text: String(r.matches) }), h('td.num.wide', { text: String(r.wins) }))))),
     h('p.muted.small', { text: tp('board.explain') }));

@@ -28,18 +28,36 @@ export function botSentence(spec) { return spec ? tOr(`bot.desc.${spec}`, '') : 
 /** The default names a guest gets in any of the three languages: shown as this page's word. */
 const GUEST_WORDS = new Set(['Guest', '손님', 'ゲスト', 'guest']);
 
-/** A seat's display name: a person's name, "Bot 2 (Beginner)", or "open seat". */
+/**
+ * A bot's display name, the one every page uses (table, waiting room, scores, replays, leaderboard, player pages):
+ * "Bot 2 (Intermediate)" for the bot on seat `seat` (0-based: the number shown is seat + 1, as "Seat 2"), or
+ * "Bot (Intermediate)" for a bot level as a player (`seat` null: the leaderboard, a bot level's own page).
+ * `spec` is the bot's spec as the server gives it (`greedy:medium`, `ismcts:hard`, a bot account's name), `level`
+ * the server's level word when it gives one (GET /api/games, TABLE seats).
+ */
+export function botName(spec, { seat = null, level = null } = {}) {
+  const known = level || LEVEL_OF[spec] || LEVEL_OF[String(spec || '').split(':')[0]];
+  const word = known ? botLabel(spec, level) : null;
+  if (seat === null || seat === undefined) return word ? t('seat.bot_level', { level: word }) : t('seat.bot');
+  return word ? t('seat.bot_n', { n: seat + 1, level: word }) : `${t('seat.bot')} ${seat + 1}`;
+}
+
+/** A seat's display name: a person's name, "Bot 2 (Beginner)" (botName), or "open seat". */
 export function seatName(seat) {
   if (!seat) return '';
   if (seat.kind === 'open') return t('seat.open');
   if (seat.kind === 'bot') {
-    const m = /^bot-(\d+)$/.exec(seat.name || '');
-    const n = m ? Number(m[1]) : seat.seat + 1;
-    if (!seat.name || m) return t('seat.bot_n', { n, level: botLabel(seat.bot, seat.level) });
+    if (!seat.name || /^bot-\d+$/.test(seat.name)) return botName(seat.bot, { seat: seat.seat, level: seat.level });
     return seat.name;
   }
   if (!seat.name) return t('seat.player', { n: seat.seat + 1 });
   return GUEST_WORDS.has(seat.name) ? t('lobby.default_name') : seat.name;
+}
+
+/** The display names of a `cardtable/1` record's seats (`[{name, bot}]`, a replay's), in seat order: bots as
+ * botName, people by name. */
+export function recordSeatNames(seats) {
+  return (seats || []).map((s, k) => seatName({ seat: k, kind: s.bot ? 'bot' : 'person', name: s.name, bot: s.bot }));
 }
 
 /** The player-page name of a seat tied to an account (`account` in TABLE: a person's account, or at a finished

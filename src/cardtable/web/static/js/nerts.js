@@ -4,17 +4,22 @@
 // n Nerts pile, w waste, s stuck, c cycle. Moves show at once; a rejected one slides back with its reason.
 //
 // Board places (CSS grid areas on .nboard, see css/app.css "Nerts board"): `others` (the other seats, compact),
-// `found` (the foundations, a bounded area whose cards shrink as it fills) and `mine` (your layout). fitBoard()
-// sizes them once per hand (and on a window resize) from the window, the seat count and the work pile count,
-// never from the cards in play, so your layout keeps its place and size for the whole hand.
-import { h, fill, toast, flipBefore, flipAfter } from './util.js';
+// `found` (the foundations, a bounded area whose cards shrink as it fills, with room kept for every ace at 36 px)
+// and `mine` (your layout). fit() sizes them once per hand (and on a window resize) from the window, the seat count
+// and the work pile count, never from the cards in play, so your layout keeps its place and size for the whole hand.
+import { h, fill, toast, flipBefore, flipAfter, sameAction } from './util.js';
 import { t, wordRefusal, cardName, pileName } from './i18n.js';
 import { standardCard, emptySlot, parseCard, SUIT_SYMBOL } from './cards.js';
-import { seatNames, scoreTable, handOverDialog } from './scores.js';
+import { seatNames, scoreTable, handOverDialog, nertsBreakdown } from './scores.js';
 import { hintsFor, hintBubble, touchScreen } from './hints.js';
 import { api } from './api.js';
 import { navigate } from './nav.js';
 import { nameOf, joinEls } from './names.js';
+import { Roving, holdFocus, navItems } from './keys.js';
+import { announce, clearAnnouncements } from './announce.js';
+import { scoreStrip } from './strip.js';
+import { cue, soundToggle } from './sound.js';
+import { standins, standinEl } from './standin.js';
 
 const clone = (x) => JSON.parse(JSON.stringify(x));
 
@@ -25,13 +30,17 @@ function isProgress(e) {
   return e.from === 'nerts' || String(e.to).startsWith('foundation:');
 }
 
-/** A layout's seat names as elements (linked to player pages where the seat has an account), joined by " & ". */
+/** A layout's seat names as elements (linked to player pages where the seat has an account), joined by " & ";
+ * a seat the stand-in bot plays (`names.standins`, standin.js) reads "Bot playing for 지우, until they return". */
 function layoutNameEls(layout, names) {
-  return joinEls((layout.seats || []).map((s) => nameOf(names, s, t('seat.player', { n: s + 1 }))), ' & ');
+  return joinEls((layout.seats || []).map((s) => (names.standins?.[s] ? standinEl(names, s, names.standins[s])
+    : nameOf(names, s, t('seat.player', { n: s + 1 })))), ' & ');
 }
 
 function layoutName(layout, names) {
-  return (layout.seats || []).map((s) => names[s] ?? t('seat.player', { n: s + 1 })).join(' & ');
+  return (layout.seats || []).map((s) => (names.standins?.[s]
+    ? t(names.standins[s].back ? 'seat.standin_until' : 'seat.standin_played', { name: names[s] ?? t('seat.player', { n: s + 1 }) })
+    : names[s] ?? t('seat.player', { n: s + 1 }))).join(' & ');
 }
 
 function countBadge(n, label) { return h('span.count', { title: label, 'aria-hidden': 'true', text: String(n) }); }
@@ -140,56 +149,91 @@ export function renderNertsBoard(view, names, { seat = null, live = false } = {}
     mine ? renderLayout(mine, names, { mine: true, seat }) : null);
 }
 
+/** The smallest foundation card width (pixels) the board plans for: rank and suit stay legible on a phone. */
+export const FOUNDATION_MIN_CW = 36;
+/** Below this width (pixels) foundation cards take their compact face (shorter, rank and suit on one line). */
+export const FOUNDATION_COMPACT_BELOW = 60;
+const FOUND_GAP = 6;
+
+/** A foundation card's height for its width (pixels): compact faces are shorter. */
+export function foundationCardHeight(cw) { return Math.round(cw * (cw < FOUNDATION_COMPACT_BELOW ? 1.15 : 1.4)); }
+
+/** The height (pixels) the foundations' area needs to hold `slots` piles at the smallest width in a `w` wide area. */
+function foundationsNeed(slots, w) {
+  const cols = Math.max(1, Math.floor((w - 12 + FOUND_GAP) / (FOUNDATION_MIN_CW + FOUND_GAP)));
+  const rows = Math.ceil(slots / cols);
+  return rows * (foundationCardHeight(FOUNDATION_MIN_CW) + FOUND_GAP) - FOUND_GAP + 12 + 6;
+}
+
 /**
- * Sizes for a seated board (pixels), from the board box's inner size, the other layouts' count and the work
- * piles' count: {portrait, cw (your card width), mw (the others' card width), othersW, othersH, mineH, workH,
- * ocols (columns of other layouts)}.
+ * Sizes for a seated board (pixels), from the board box's inner size, the other layouts' count, the work piles'
+ * count and the packs' count (every ace out makes 4 foundations per pack): {portrait, cw (your card width),
+ * mw (the others' card width), othersW, othersH, mineH, workH, ocols (columns of other layouts), oinline (the
+ * others' names beside their cards rather than above), nohead (your layout without its title line)}.
+ * The foundations' area keeps room for every pack's four foundations at FOUNDATION_MIN_CW; the other seats and
+ * your layout give way first (yours down to 30 px cards).
  * Pure: the same window and table give the same sizes, whatever the cards.
  */
-export function boardSizes(W, H, others, workPiles) {
+export function boardSizes(W, H, others, workPiles, packs = others + 1) {
   const gap = 8;
   const portrait = W < 640 || W < H;
   const wp = Math.max(1, workPiles);
-  const head = 20, label = 16, pad = 14;
+  const slots = 4 * Math.max(1, packs) + 1;
+  const label = 16, pad = 14;
+  let head = 20;
   if (portrait) {
-    const cols = others <= 1 || (others <= 3 && H >= 640) ? 1 : 2;
+    const cols = others <= 1 ? 1 : 2;
     const colW = (W - gap * (cols - 1)) / cols;
     const mw = Math.max(16, Math.min(32, (colW - 22) / (wp + 2) - 4));
     const rows = others ? Math.ceil(others / cols) : 0;
     const othersH = rows ? rows * (mw * 1.4 + 26) + (rows - 1) * 4 : 0;
     const cwW = (W - pad - 8 * (wp - 1)) / wp;
-    const foundMin = Math.max(110, H * 0.16);
+    const foundMin = Math.max(110, H * 0.14, foundationsNeed(slots, W));
     const cwH = (H - othersH - foundMin - 2 * gap - head - label - pad - 8) / (1.4 * 2.75);
     const cw = Math.floor(Math.max(30, Math.min(cwW, cwH, 104)));
     const ch = cw * 1.4;
     const workH = Math.floor(ch * 1.75);
     const mineH = Math.ceil(head + ch + label + 8 + workH + pad);
-    return { portrait, cw, mw: Math.floor(mw), othersW: W, othersH: Math.ceil(othersH), mineH, workH, ocols: cols };
+    return { portrait, cw, mw: Math.floor(mw), othersW: W, othersH: Math.ceil(othersH), mineH, workH, ocols: cols, oinline: false, nohead: false };
   }
+  // the other seats: one column, names above the cards; where that makes the cards too small (a phone held
+  // sideways, many seats), names beside the cards; two columns only as a last resort. Their width is capped, so a
+  // large window gives them larger cards, not a wider empty band.
+  const mwCap = Math.min(72, (0.24 * W - 20) / (wp + 2) - 3);
+  const nameW = 70;
   let ocols = 1;
-  let orows = others;
+  let oinline = false;
   let mw = others ? ((H - 4 * (others - 1)) / others - 30) / 1.4 : 0;
-  if (others > 1 && mw < 22) { ocols = 2; orows = Math.ceil(others / 2); mw = ((H - 4 * (orows - 1)) / orows - 30) / 1.4; }
-  mw = others ? Math.max(16, Math.min(38, mw)) : 0;
-  const boxW = Math.max(130, (wp + 2) * (mw + 3) + 20);
+  if (others > 1 && mw < 22) {
+    const inl = ((H - 3 * (others - 1)) / others - 8) / 1.4;
+    if (inl >= 16) { oinline = true; mw = inl; } else {
+      ocols = 2;
+      mw = ((H - 4 * (Math.ceil(others / 2) - 1)) / Math.ceil(others / 2) - 30) / 1.4;
+    }
+  }
+  mw = others ? Math.floor(Math.max(16, Math.min(Math.max(22, mwCap), mw))) : 0;
+  const boxW = oinline ? nameW + (wp + 2) * (mw + 3) + 3 + 14 : Math.max(130, (wp + 2) * (mw + 3) + 20);
   const othersW = others ? Math.ceil(ocols * boxW + (ocols - 1) * 4) : 0;
   const availW = W - othersW - (others ? gap : 0);
   const cwW = (availW - pad - 8 * (wp - 1) - 2 * 22 - 10 - 8) / (wp + 3);
-  const foundMin = Math.max(90, H * 0.26);
+  const foundMin = Math.max(90, H * 0.26, foundationsNeed(slots, availW));
+  if (H < 340) head = 6; // a short board: your layout without its title line (css: .nohead)
   const cwH = (H - foundMin - gap - head - pad) / (1.4 * 1.75);
   const cw = Math.floor(Math.max(30, Math.min(cwW, cwH, 120)));
   const ch = cw * 1.4;
   const workH = Math.floor(ch * 1.75);
   const mineH = Math.ceil(head + Math.max(workH, ch + label) + pad);
-  return { portrait, cw, mw: Math.floor(mw), othersW, othersH: H, mineH, workH, ocols };
+  return { portrait, cw, mw, othersW, othersH: H, mineH, workH, ocols, oinline, nohead: head < 20 };
 }
 
-/** The largest foundation card width (pixels, at most max) that fits n piles into a w x h area. */
+/**
+ * The largest foundation card width (pixels, at most max) that fits n piles into a w x h area; never below
+ * FOUNDATION_MIN_CW while that fits, and 12 at the very least (a window smaller than any we support).
+ */
 export function foundationCardWidth(n, w, h, max) {
-  const gap = 6;
   for (let cw = Math.floor(max); cw > 12; cw -= 1) {
-    const cols = Math.floor((w + gap) / (cw + gap));
-    const rows = Math.floor((h + gap) / (cw * 1.4 + gap));
+    const cols = Math.floor((w + FOUND_GAP) / (cw + FOUND_GAP));
+    const rows = Math.floor((h + FOUND_GAP) / (foundationCardHeight(cw) + FOUND_GAP));
     if (cols * rows >= n) return cw;
   }
   return 12;
@@ -283,7 +327,7 @@ export function mountTable(root, ctx) {
   if (seat !== null) page?.classList.add('fit');
 
   const has = (type) => legal.some((a) => a.type === type);
-  const names = () => seatNames(table);
+  const names = () => Object.assign(seatNames(table), { standins: standins(table) });
 
   function displayView() {
     let v = view;
@@ -309,7 +353,10 @@ export function mountTable(root, ctx) {
     h('div.menubox', {},
       h('h3', { text: t('nerts.keys') }),
       h('p.keyshelp', { text: t(touchScreen() ? 'nerts.touch_help' : 'nerts.keys_help') }),
+      touchScreen() ? null : h('ul.keylist', {}, ['nerts.key_row_tab', 'nerts.key_row_arrows', 'nerts.key_row_enter', 'nerts.key_row_escape',
+        'nerts.key_row_space', 'nerts.key_row_digits', 'nerts.key_row_stuck'].map((k) => h('li', { text: t(k) }))),
       scoreBox,
+      h('div.menutoggles', {}, ctx.reactions?.menuItem, soundToggle()), // reactions.js, sound.js
       seat !== null ? h('button#leave-table', {
         type: 'button', text: t('table.leave_game'),
         onclick: async () => {
@@ -317,7 +364,14 @@ export function mountTable(root, ctx) {
         },
       }) : null));
   const actions = h('div.actions', {}, flipBtn, stuckBtn, cycleBtn, nertsBtn);
-  fill(bar, info, seat === null ? null : actions, menu);
+  const stripBox = h('div.stripslot');
+  fill(bar, info, stripBox, seat === null ? null : actions, ctx.reactions?.picker, menu);
+
+  /** The score strip: the target score, then every seat's total (always on screen). */
+  function drawStrip() {
+    const target = table?.options?.target_score;
+    fill(stripBox, scoreStrip(names(), totals, { goal: target ? t('table.strip_target', { n: target }) : null, me: seat }));
+  }
 
   function drawBar() {
     fill(info, h('strong.gname', { text: t('game.nerts') }), h('span.handno', { text: t('table.hand_n', { n: handNo + 1 }) }),
@@ -329,10 +383,12 @@ export function mountTable(root, ctx) {
     cycleBtn.hidden = !has('cycle');
     stuckBtn.hidden = has('cycle');
     nertsBtn.disabled = !has('nerts');
+    drawStrip();
   }
 
   function drawScores() {
     const n = names();
+    drawStrip();
     if (!results.length) { fill(scoreBox); return; }
     fill(scoreBox, h('h3', { text: t('table.scores_so_far', { totals: (totals || []).map((x, i) => `${n[i] ?? ''} ${x}`).join(' · ') }) }),
       scoreTable(n, results, totals));
@@ -347,8 +403,10 @@ export function mountTable(root, ctx) {
     const layouts = view.layouts || [];
     const mineL = layouts.find((l) => (l.seats || []).includes(seat));
     const wp = mineL ? (mineL.work || []).length : 4;
-    sizes = boardSizes(W, H, Math.max(0, layouts.length - 1), wp);
+    sizes = boardSizes(W, H, Math.max(0, layouts.length - 1), wp, layouts.length);
     boardBox.classList.toggle('portrait', sizes.portrait);
+    boardBox.classList.toggle('oinline', sizes.oinline);
+    boardBox.classList.toggle('nohead', sizes.nohead);
     boardBox.classList.toggle('solo', layouts.length <= 1);
     for (const [k, v] of Object.entries({ cw: sizes.cw, mw: sizes.mw, 'others-w': sizes.othersW, 'others-h': sizes.othersH, 'mine-h': sizes.mineH, 'work-h': sizes.workH, ocols: sizes.ocols })) {
       if (k === 'ocols') { boardBox.style.setProperty('--ocols', String(v)); continue; }
@@ -361,11 +419,20 @@ export function mountTable(root, ctx) {
     if (!sizes) return;
     const area = boardBox.querySelector('.foundations');
     if (area) {
-      const n = area.querySelectorAll('.frow > .pile').length;
+      const n = Math.max(1, area.querySelectorAll('.frow > .pile').length);
       const fin = area.querySelector('.finishedrow') ? 22 : 0;
+      const max = Math.min(sizes.cw, boardBox.clientWidth >= 1500 ? 104 : 84); // larger on a large screen
+      const w = area.clientWidth - 12, h = area.clientHeight - 12 - fin;
+      // a hint takes room above the foundations while they are roomy; when they are not, it waits (css: .float)
+      hintEl.classList.remove('float');
       const hint = area.contains(hintEl) ? hintEl.offsetHeight + 6 : 0;
-      const fw = foundationCardWidth(Math.max(1, n), area.clientWidth - 12, area.clientHeight - 12 - fin - hint, Math.min(sizes.cw, 84));
+      let fw = foundationCardWidth(n, w, h - hint, max);
+      if (hint && fw < FOUNDATION_MIN_CW) {
+        hintEl.classList.add('float');
+        fw = foundationCardWidth(n, w, h, max);
+      }
       area.style.setProperty('--cw', `${fw}px`);
+      area.classList.toggle('compact', fw < FOUNDATION_COMPACT_BELOW);
     }
     const ch = sizes.cw * 1.4;
     for (const p of boardBox.querySelectorAll('.layout.mine .pile.work')) {
@@ -393,12 +460,16 @@ export function mountTable(root, ctx) {
 
   function render(animate = true) {
     if (!view) return;
-    if (!sizes) fit();
+    // the bar (and its score strip) first: the board is sized from what room the bar leaves
+    if (!sizes) { drawBar(); fit(); }
     const before = animate ? flipBefore(boardSlot) : null;
     const v = displayView();
+    const focused = roving.save();
     fill(boardSlot, renderNertsBoard(v, names(), { seat, live: true }));
     drawHint();
     fitInside();
+    markKeys();
+    roving.restore(focused);
     if (drag?.started) {
       // the board was redrawn mid-drag: keep the dragged cards hidden in their new elements
       const els = drag.keys.map((k) => boardSlot.querySelector(`.layout.mine [data-key="${CSS.escape(k)}"]`));
@@ -422,7 +493,7 @@ export function mountTable(root, ctx) {
             standardCard(a.as, {}), h('span.sr', { text: cardName(a.as, 'nerts') })))),
           h('div.row', {}, h('button', { type: 'button', text: t('common.cancel'), onclick: () => close(null) }))));
       document.body.append(box);
-      box.querySelector('button.declare')?.focus();
+      holdFocus(box, { onEscape: () => close(null), fallback: () => roving.focusGroup('mine') });
     });
   }
 
@@ -455,7 +526,7 @@ export function mountTable(root, ctx) {
     if (!res.ok) {
       if (entry) pending = pending.filter((p) => p !== entry);
       render(true); // the card slides back
-      if ((res.reason || res.code) && !quiet) toast(t('nerts.rejected', { reason: wordRefusal(res, 'nerts') }), 'error', 2600);
+      if ((res.reason || res.code) && !quiet) { toast(t('nerts.rejected', { reason: wordRefusal(res, 'nerts') }), 'error', 2600); cue('refused'); }
       boardBox.querySelector('.layout.mine')?.classList.add('shake');
       setTimeout(() => boardBox.querySelector('.layout.mine')?.classList.remove('shake'), 400);
     }
@@ -664,9 +735,104 @@ export function mountTable(root, ctx) {
       note: msg.ended === 'nerts' && view?.called !== null && view?.called !== undefined
         ? t('ended.nerts_by', { name: n[view.called] ?? '' }) : msg.ended ? t(`ended.${msg.ended}`) : null,
       onClose: () => { overlay.remove(); overlay = null; },
+      // the ready step (scores.js): the next hand starts once everyone here pressed Ready, or at the countdown
+      game: 'nerts', options: table?.options, parts: nertsBreakdown(view, table?.options, n.length), seat,
+      onReady: () => conn.send({ type: 'ready' }), onAgain: ctx.playAgain,
     });
+    ctx.reactions?.intoDialog(overlay); // a row of reactions between hands (reactions.js)
     root.append(overlay);
+    holdFocus(overlay, { onEscape: () => overlay?.querySelector('#continue')?.click(), fallback: () => roving.focusGroup('mine') });
   }
+
+  // ---- keyboard play (keys.js): every pile and card of your layout is one group, the foundations another ----
+  // Enter on a card picks it up (with the cards on it), Enter on another pile puts them down when `legal` allows
+  // it (otherwise the server's refusal is shown and the cards stay picked up), Escape puts them back, Enter on
+  // the stock flips. After a move the focus goes back to the pile the cards came from.
+  const roving = new Roving(boardSlot);
+  let held = null; // {from, count, card}: the cards picked up from the keyboard
+
+  /** Mark the items of the two groups (after each redraw) and the picked-up cards. */
+  function markKeys() {
+    const mineEl = boardSlot.querySelector('.layout.mine');
+    if (!mineEl) return;
+    const item = (el, group, key, col) => {
+      Object.assign(el.dataset, { nav: group, navKey: key, ...(col ? { navCol: col } : {}) });
+      el.setAttribute('role', 'button');
+    };
+    for (const p of mineEl.querySelectorAll('.pile[data-pile]')) {
+      const name = p.dataset.pile;
+      const cards = [...p.querySelectorAll('.card[data-card]')];
+      if (name.startsWith('work:') && cards.length) {
+        p.setAttribute('role', 'group');
+        for (const c of cards) item(c, 'mine', `${name}@${c.dataset.card}`, name);
+      } else item(p, 'mine', name, name);
+    }
+    for (const f of boardSlot.querySelectorAll('.foundations .pile[data-pile]')) item(f, 'found', f.dataset.pile, undefined);
+    if (!held) return;
+    const src = mineEl.querySelector(`.pile[data-pile="${CSS.escape(held.from)}"]`);
+    const cards = src ? [...src.querySelectorAll('.card[data-card]')] : [];
+    const i = cards.findIndex((c) => c.dataset.card === held.card);
+    if (i < 0 || (held.from.startsWith('work:') && cards.length - i !== held.count)) {
+      // gone (not just shown on its way while the server decides): nothing is held any more
+      if (!pending.some((x) => x.cards.includes(held.card))) held = null;
+      return;
+    }
+    const heldEls = held.from.startsWith('work:') ? cards.slice(i) : [src];
+    for (const el of heldEls) el.classList.add('held');
+    heldEls[0].setAttribute('aria-label', t('nerts.picked_label', { card: cardName(held.card, 'nerts') }));
+  }
+
+  /** Focus the pile `name` of your layout (its top card). */
+  function focusPile(name) {
+    const items = navItems(boardSlot, 'mine').filter((el) => el.dataset.navCol === name);
+    if (items.length) roving.focus(items[items.length - 1]);
+  }
+
+  function putBack() {
+    if (!held) return;
+    held = null;
+    render(false);
+    announce(t('nerts.put_back'));
+  }
+
+  function keyEnter(el) {
+    const pileEl = el.closest('.pile');
+    const pile = pileEl?.dataset.pile;
+    if (!pile) return;
+    if (el.dataset.nav === 'mine' && pile === 'stock') { held = null; act({ type: 'flip' }); return; }
+    if (!held) {
+      if (el.dataset.nav !== 'mine') { announce(t('nerts.pick_first')); toast(t('nerts.pick_first'), 'info', 1800); return; }
+      const cards = [...pileEl.querySelectorAll('.card[data-card]')];
+      const card = pile.startsWith('work:') ? el.dataset.card : cards[cards.length - 1]?.dataset.card;
+      if (!card) return; // an empty pile
+      const count = pile.startsWith('work:') ? cards.length - cards.findIndex((c) => c.dataset.card === card) : 1;
+      held = { from: pile, count, card };
+      render(false);
+      const name = cardName(card, 'nerts');
+      announce(count > 1 ? t('nerts.picked_up_run', { card: name, n: count - 1 }) : t('nerts.picked_up', { card: name }));
+      return;
+    }
+    if (pile === held.from) { putBack(); return; }
+    const d = held;
+    const action = dropAction(d, pileEl);
+    if (!action) { toast(t('nerts.cant_drop'), 'error', 1800); announce(t('nerts.cant_drop')); return; }
+    if (action.choose) { held = null; playChoosing(action.choose); return; }
+    const ok = legal.some((a) => sameAction(a, action));
+    if (ok) held = null; // a refused move leaves the cards picked up: the player may try another pile
+    act(action);
+    if (ok) {
+      focusPile(d.from);
+      announce(t('nerts.put_down', { card: cardName(d.card, 'nerts'),
+        pile: pile.startsWith('foundation') ? t('nerts.foundations') : pileName({ kind: 'work', number: Number(pile.slice(5)) + 1 }) }));
+    }
+  }
+
+  boardSlot.addEventListener('keydown', (e) => {
+    const el = e.target.closest?.('[data-nav]');
+    if (!el || seat === null || !view || view.over || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.key === 'Escape' && held) { e.preventDefault(); putBack(); }
+    else if (e.key === 'Enter') { e.preventDefault(); if (!e.repeat) keyEnter(el); }
+  });
 
   return {
     snapshot(msg) {
@@ -674,14 +840,22 @@ export function mountTable(root, ctx) {
       view = msg.view; legal = msg.legal || []; pending = [];
       sizes = null; // a new hand (or a reconnection): size the board again
       results = msg.results || []; totals = msg.totals || []; handNo = msg.hand ?? 0;
+      if (overlay?.showReady && !view.over && handNo > overlay.hand) { overlay.stop(); overlay.remove(); overlay = null; } // the next hand began
       clearStall();
+      held = null;
       render(false);
       drawScores();
+      // a new hand: the focus on your layout, unless the player is using something else on the page
+      if (seat !== null && !view.over && roving.focusIsOurs() && !overlay) roving.focusGroup('mine');
       if (view.over && results.length > handNo && !overlay && msg.table?.status !== 'finished') {
         // reconnected after the hand ended: nothing to show beyond the board
       }
     },
     update(msg) {
+      // another seat calling Nerts is said in the live region (their single moves are too fast to be read out)
+      if (msg.view?.called !== null && msg.view?.called !== undefined && msg.view.called !== view?.called && msg.view.called !== seat) {
+        announce(t('nerts.called_by', { name: names()[msg.view.called] ?? '' }));
+      }
       view = msg.view; legal = msg.legal || [];
       if ((msg.events || []).some(isProgress)) clearStall();
       // at most one redraw per frame: a burst of updates from fast bots draws only the latest view
@@ -694,9 +868,15 @@ export function mountTable(root, ctx) {
       drawScores();
       clearStall();
     },
+    nextHand(msg) {
+      const done = results[msg.hand - 1];
+      if (!overlay && done && view?.over) showHandOver({ hand: msg.hand - 1, scores: done.scores, totals, ended: done.ended, winners: null });
+      overlay?.showReady?.(msg);
+    },
     warning(msg) { if (msg.kind === 'stall') showStall(msg); },
-    table(tb) { table = tb; drawBar(); },
+    table(tb) { table = tb; drawBar(); if (view) render(false); }, // a seat's stand-in comes or goes
     destroy() {
+      clearAnnouncements();
       window.removeEventListener('pointermove', onMove);
       window.removeEventListener('pointerup', up);
       window.removeEventListener('pointercancel', cancel);

@@ -1,8 +1,8 @@
 // A player's page (/?player=NAME): rating per game with its history drawn as an SVG chart, win rate, points per
 // hand, Nerts calls and cards left (Nerts), anemones taken (Enemy Anemone), and recent matches with their replays.
 import { h, fill } from './util.js';
-import { bdi } from './names.js';
-import { tOr, currentLanguage } from './i18n.js';
+import { bdi, botName, botSentence } from './names.js';
+import { currentLanguage } from './i18n.js';
 import { loadPlayersWords, tp, refusal, call, num } from './players_i18n.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -14,17 +14,16 @@ function s(tag, attrs = {}, ...children) {
   return el;
 }
 
-/** A player's name as shown: a bot level in words ("Greedy (hard)"), a person as is, a deleted one as such. */
-export function playerLabel(name, kind) {
+/** A player's name as shown: a bot level as names.js's botName ("Bot (Intermediate)", or "Bot 2 (Intermediate)"
+ * given the bot's `seat` in a match), a person as is, a deleted one as such. */
+export function playerLabel(name, kind, seat = null) {
   if (kind === 'deleted' || name === null || name === undefined) return tp('player.deleted');
-  if (kind !== 'bot') return name;
-  const [base, level] = name.split(':');
-  const n = tOr(`bot.name.${base}`, base);
-  return level ? `${n} (${tOr(`bot.level.${level}`, level)})` : n;
+  return kind === 'bot' ? botName(name, { seat }) : name;
 }
 
-/** The rating over time: ordinals after each match (and 0 before the first), as an SVG line chart. */
-export function ratingChart(history, label, width = 640) {
+/** The rating over time: ordinals after each rated match (and 0 before the first), as an SVG line chart; `rated`
+ * is the number of rated matches (more than the points when the history holds only the latest). */
+export function ratingChart(history, label, width = 640, rated = history.length) {
   const W = Math.max(280, Math.round(width)), H = W < 500 ? 170 : 210, L = 40, R = 14, T = 14, B = 26;
   const values = [0, ...history.map((p) => p.ordinal)];
   let lo = Math.min(...values), hi = Math.max(...values);
@@ -43,7 +42,8 @@ export function ratingChart(history, label, width = 640) {
   }
   if (lo < 0 && hi > 0) svg.append(s('line', { x1: L, x2: W - R, y1: y(0), y2: y(0), class: 'zero' }));
   svg.append(s('text', { x: L, y: H - 6, class: 'tick', 'text-anchor': 'start' }, tp('player.chart_start')));
-  svg.append(s('text', { x: W - R, y: H - 6, class: 'tick', 'text-anchor': 'end' }, tp('player.chart_matches', { n: history.length })));
+  svg.append(s('text', { x: W - R, y: H - 6, class: 'tick chartcount', 'text-anchor': 'end' }, rated > history.length
+    ? tp('player.chart_last', { n: history.length, m: rated }) : tp('player.chart_matches', { n: history.length })));
   const pts = values.map((v, i) => `${x(i).toFixed(1)},${y(v).toFixed(1)}`).join(' ');
   svg.append(s('polyline', { points: pts, class: 'line' }));
   if (values.length <= 60) values.forEach((v, i) => svg.append(s('circle', { cx: x(i), cy: y(v), r: 3.5, class: i === values.length - 1 ? 'dot last' : 'dot' })));
@@ -58,6 +58,8 @@ function pct(x) { return x === null || x === undefined ? '–' : `${num(x * 100,
 function fig(x, d = 1) { return x === null || x === undefined ? '–' : num(x, d); }
 
 function gamePanel(game, g, name, width) {
+  const rated = g.rating ? g.rating.matches : 0;
+  const unrated = Math.max(0, g.matches - rated);
   const stats = [
     stat(tp('player.rating'), g.rating ? num(g.rating.ordinal, 1) : '–'),
     stat(tp('player.matches'), String(g.matches)),
@@ -72,26 +74,36 @@ function gamePanel(game, g, name, width) {
   return h(`section.panel.gamepanel`, { dataset: { game } },
     h('h2', { text: tp(`game.${game}`) }),
     h('div.stats', {}, stats),
-    g.history.length ? h('figure.chartbox', {}, ratingChart(g.history, tp('player.chart_label', { name, game: tp(`game.${game}`) }), width),
-      h('figcaption.muted.small', { text: tp('player.chart_caption') })) : h('p.muted', { text: tp('player.no_rating') }));
+    g.history.length ? h('figure.chartbox', {}, ratingChart(g.history, tp('player.chart_label', { name, game: tp(`game.${game}`) }), width, rated),
+      h('figcaption.muted.small', { text: tp('player.chart_caption') })) : h('p.muted', { text: tp('player.no_rating') }),
+    unrated > 0 ? h('p.muted.small.unrated', { text: tp('player.unrated', { n: unrated, m: g.matches }) }) : null);
 }
 
+/** One match of the player's list: date, game, place (each seat's when the player held several), points, the
+ * change of rating (labelled as such), the others at the table and the replay link. */
 function matchRow(m, navigate) {
   const when = new Date(m.finished).toLocaleDateString(currentLanguage(), { month: 'short', day: 'numeric' });
   const delta = m.ordinal_after !== null && m.ordinal_before !== null ? m.ordinal_after - m.ordinal_before : null;
-  const others = m.seats.filter((x) => x.seat !== m.seat).map((x) => {
-    const label = x.kind === 'guest' ? (x.name || tp('player.guest')) : playerLabel(x.name, x.kind);
+  const mine = m.mine || [m.seat];
+  const own = m.seats.filter((x) => mine.includes(x.seat)).sort((x, y) => x.rank - y.rank || x.seat - y.seat);  // best first
+  const others = m.seats.filter((x) => !mine.includes(x.seat)).map((x) => {
+    const label = x.kind === 'guest' ? (x.name || tp('player.guest')) : playerLabel(x.name, x.kind, x.seat);
     if (x.kind === 'guest' || x.kind === 'deleted' || !x.name) return h('span.opp', {}, bdi(label));
     const href = `/?player=${encodeURIComponent(x.name)}`;
     return h('a.opp', { href, onclick: (e) => { e.preventDefault(); navigate(href); } }, bdi(label));
   });
+  const place = own.length > 1
+    ? tp('player.places', { ranks: own.map((x) => x.rank).join(', '), players: m.players })
+    : tp('player.place', { rank: m.rank, players: m.players });
+  const points = own.length > 1 ? own.map((x) => num(x.points, 0)).join(' / ') : num(m.points, 0);
+  const signed = delta === null ? '' : `${delta >= 0 ? '+' : '−'}${num(Math.abs(delta), 1)}`;
   const replay = `/?replay=${encodeURIComponent(m.table)}`;
   return h('li.matchrow', { dataset: { table: m.table } },
     h('span.when', { text: when }),
     h('span.mgame', { text: tp(`game.${m.game}`) }),
-    h('span.place' + (m.won ? '.won' : ''), { text: m.won ? tp('player.won') : tp('player.place', { rank: m.rank, players: m.players }) }),
-    h('span.pts', { text: tp('player.points', { points: m.points }) }),
-    h('span.delta' + (delta === null ? '' : delta >= 0 ? '.up' : '.down'), { text: delta === null ? '' : `${delta >= 0 ? '+' : '−'}${num(Math.abs(delta), 1)}` }),
+    h('span.place' + (m.won ? '.won' : ''), { text: m.won ? `${tp('player.won')} · ${place}` : place }),
+    h('span.pts', { text: tp('player.points', { points }) }),
+    h('span.delta' + (delta === null ? '' : delta >= 0 ? '.up' : '.down'), { text: delta === null ? '' : tp('player.rating_change', { delta: signed }) }),
     h('span.opps', {}, tp('player.against'), ' ', others.flatMap((el, i) => (i ? [', ', el] : [el]))),
     h('a.replay', { href: replay, text: tp('player.replay'), onclick: (e) => { e.preventDefault(); navigate(replay); } }));
 }
@@ -133,8 +145,9 @@ export function showPlayer(main, name, navigate) {
         next = older.next; more.hidden = !next;
       } });
     fill(main, h('div.playerpage', {},
-      h('header.playerhead', {}, h('h1', {}, bdi(title)), page.kind === 'bot' ? h('span.badge', { text: tp('player.bot') }) : null,
-        h('span.muted.small', { text: tp('player.since', { date: new Date(page.created).toLocaleDateString(currentLanguage()) }) })),
+      h('header.playerhead', {}, h('h1', {}, bdi(title)),
+        h('span.muted.small', { text: tp('player.since', { date: new Date(page.created).toLocaleDateString(currentLanguage()) }) }),
+        page.kind === 'bot' && botSentence(page.name) ? h('p.muted.small.botdesc', { text: botSentence(page.name) }) : null),
       h('div.gamepanels', {}, games.length ? games.map(([g, info]) => gamePanel(g, info, title, chartWidth(main, games.length))) : h('section.panel', {}, h('p.muted', { text: tp('player.no_matches') }))),
       h('section.panel', {}, h('h2', { text: tp('player.recent') }), list, more)));
   })();

@@ -6,6 +6,8 @@ import { api, errorText, getSeat, saveSeat, forgetSeat, getName, saveName } from
 import { TableConnection } from './conn.js';
 import { gameTitle, seatNameEl } from './names.js';
 import { navigate } from './nav.js';
+import { Reactions } from './reactions.js';
+import { TableCues } from './sound.js';
 
 /** Test and debugging hook: the latest state this page knows. */
 const state = (window.__ct = { seat: null, view: null, legal: [], v: null, table: null, status: 'idle', hand: null });
@@ -103,16 +105,40 @@ export function showTable(main, id, { watch = false } = {}) {
   main.className = 'table-page';
   let conn = null;
   let game = null; // the mounted game view
+  let reactions = null; // reactions.js: the picker, the mute toggle and the bubbles by the seats
+  let cues = null; // sound.js: the sounds and the "your turn" title
   let destroyed = false;
   const mine = watch ? null : getSeat(id);
   const statusEl = h('div.connstatus', { 'aria-live': 'polite' });
   const body = h('div.tablebody');
+
+  /** Play again (docs/protocol.md, "Play again"): take this seat's place at the next table and go there. */
+  async function playAgain(token) {
+    try {
+      const res = await api.again(id, token);
+      saveSeat(res.table.id, res.seat, res.token);
+      navigate(`/?table=${encodeURIComponent(res.table.id)}`);
+    } catch (err) { toast(t('table.again_failed', { reason: errorText(err) }), 'error', 5000); }
+  }
+
+  /** The invitation of an `again` message: "ana wants to play again" with Join (a seat here) or Watch. */
+  function showInvitation(msg, token) {
+    document.querySelector('.invitation')?.remove();
+    const follow = token
+      ? h('button.primary#again-join', { type: 'button', text: t('lobby.join'), onclick: async (e) => { e.target.disabled = true; await playAgain(token); e.target.disabled = false; } })
+      : h('button.primary#again-watch', { type: 'button', text: t('lobby.watch'), onclick: () => { box.remove(); navigate(`/?table=${encodeURIComponent(msg.table)}&watch=1`); } });
+    const box = h('div.invitation', { role: 'alert' },
+      h('span', { text: t('table.again_invite', { name: msg.name }) }), follow,
+      h('button.dismiss', { type: 'button', text: '\u00d7', 'aria-label': t('common.close'), onclick: () => box.remove() }));
+    document.body.append(box);
+  }
 
   function showFinished(tb) {
     main.querySelector('.finishedbar')?.remove();
     if (tb?.status !== 'finished') return;
     main.prepend(h('div.finishedbar', {},
       h('span', { text: t('table.finished_note') }),
+      mine ? h('button.primary#again-bar', { type: 'button', text: t('table.play_again'), onclick: () => playAgain(mine.token) }) : null,
       h('button', { type: 'button', text: t('lobby.replay'), onclick: () => navigate(`/?replay=${encodeURIComponent(id)}`) }),
       h('button', { type: 'button', text: t('nav.lobby'), onclick: () => navigate('/') })));
   }
@@ -132,11 +158,14 @@ export function showTable(main, id, { watch = false } = {}) {
       welcome(msg) {
         seat = msg.seat; table = msg.table;
         state.seat = seat; state.table = table;
+        reactions ??= new Reactions({ conn, seat, tableId: id, table: () => table });
+        cues ??= new TableCues({ seat, game: table.game });
         if (token && seat === null) { forgetSeat(id); toast(t('table.token_lost')); }
       },
       async snapshot(msg) {
         table = msg.table || table;
         Object.assign(state, { table, view: msg.view, legal: msg.legal || [], v: msg.v, hand: msg.hand });
+        cues?.snapshot(msg);
         if (mounting) { mounting.snapshot = msg; mounting.queued.length = 0; return; } // shown once the module is in
         if (!msg.view) {
           if (game) { game.destroy(); game = null; }
@@ -157,7 +186,8 @@ export function showTable(main, id, { watch = false } = {}) {
           if (destroyed) return;
           if (!waited.snapshot.view) { waitingRoom(body, id, table, seat, token); return; }
           fill(body);
-          game = mod.mountTable(body, { conn, seat, table, id, token, tableState: state });
+          const again = token && seat !== null ? () => playAgain(token) : null; // the game-over dialog's Play again
+          game = mod.mountTable(body, { conn, seat, table, id, token, tableState: state, playAgain: again, reactions });
           game.kind = table.game;
           game.snapshot(waited.snapshot);
           showFinished(table);
@@ -169,6 +199,7 @@ export function showTable(main, id, { watch = false } = {}) {
       },
       update(msg) {
         Object.assign(state, { view: msg.view, legal: msg.legal || [], v: msg.v });
+        cues?.update(msg);
         if (mounting) mounting.queued.push(['update', msg]);
         else game?.update(msg);
       },
@@ -184,6 +215,9 @@ export function showTable(main, id, { watch = false } = {}) {
         else game?.handOver(msg);
       },
       warning(msg) { if (mounting) mounting.queued.push(['warning', msg]); else game?.warning(msg); },
+      next_hand(msg) { if (mounting) mounting.queued.push(['nextHand', msg]); else game?.nextHand?.(msg); }, // the ready step
+      reaction(msg) { state.reaction = msg; reactions?.show(msg); }, // reactions.js: a bubble by the sender's seat, unless muted here
+      again(msg) { if (seat === null || msg.seat !== seat) showInvitation(msg, seat === null ? null : token); }, // Play again
       error(msg) { console.warn('server error', msg.code, msg.reason); if (msg.code) toast(wordRefusal(msg, table?.game), 'error', 4000); },
     };
     conn = new TableConnection(id, token, handlers);
@@ -206,8 +240,11 @@ export function showTable(main, id, { watch = false } = {}) {
 
   return () => {
     destroyed = true;
+    document.querySelector('.invitation')?.remove();
     clearInterval(countdown);
     game?.destroy();
+    reactions?.destroy();
+    cues?.destroy();
     conn?.close();
     Object.assign(state, { seat: null, view: null, legal: [], v: null, table: null, status: 'idle' });
   };
