@@ -119,6 +119,10 @@ class Settings:
     finished_table_keep_s: float = 600.0
     """Seconds a finished table stays in memory (its connections watching the end) before it is let go; its
     record stays in the database and is served by the record and replay routes."""
+    loop_lag_interval_ms: float = 0.0
+    """Milliseconds between the timers of the event-loop lag monitor (``server/core/loop_lag.py``): how late each
+    fires is counted, served at ``GET /api/loop-lag`` and logged when the server stops. 0 (the default): off, and
+    that route answers 404."""
 
 
 ENV_NAMES = {
@@ -171,6 +175,7 @@ HELP = {
     "join_burst": "Joins a client address may make at once.",
     "max_seats_per_address": "Seats one client address may hold at tables open or in play (409 beyond).",
     "finished_table_keep_s": "Seconds a finished table stays in memory before it is let go (its record stays).",
+    "loop_lag_interval_ms": "Milliseconds between the event-loop lag monitor's timers (GET /api/loop-lag); 0: off.",
 }
 """One line of help per setting, for ``cardtable serve --help``."""
 

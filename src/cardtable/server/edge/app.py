@@ -30,6 +30,7 @@ from cardtable.server.cluster.ownership import ClusterSettings
 from cardtable.server.core.addresses import trusted_networks
 from cardtable.server.core.errors import TableError, describe_validation_errors, error_body
 from cardtable.server.core.limits import FAILURE_WINDOW_S, SharedMovingWindows, TokenBuckets
+from cardtable.server.core.loop_lag import LoopLagMonitor
 from cardtable.server.core.settings import Settings, settings_from_env
 from cardtable.server.edge.guard import BodyGuard, SecurityHeaders, guarded_h11
 from cardtable.server.edge.routes import router
@@ -44,6 +45,8 @@ from cardtable.server.table import bots as server_bots
 from cardtable.server.table.seat_accounts import restore_seat_accounts
 
 STATIC = Path(__file__).resolve().parents[2] / "web" / "static"
+
+log = logging.getLogger("cardtable.server.edge.app")
 
 
 def cluster_settings(settings: Settings) -> ClusterSettings:
@@ -73,9 +76,16 @@ def create_app(db: str | None = None, settings: Settings | None = None, redis: s
         await restore_seat_accounts(store, manager.tables)
         app.state.store = store
         app.state.manager = manager
+        lag = LoopLagMonitor(settings.loop_lag_interval_ms / 1000.0) if settings.loop_lag_interval_ms > 0 else None
+        if lag is not None:  # GET /api/loop-lag serves it; one line in the log at the end
+            lag.start()
+            app.state.loop_lag = lag
         try:
             yield
         finally:
+            if lag is not None:
+                lag.stop()
+                log.info("event loop lag over the run: %s", lag.histogram.summary())
             await manager.close()
             if cluster is not None:
                 await cluster.close()
@@ -91,6 +101,14 @@ def create_app(db: str | None = None, settings: Settings | None = None, redis: s
         wait = error.params.get("retry_after_s")
         return JSONResponse(error.to_dict(), status_code=error.status,
                             headers=None if wait is None else {"Retry-After": str(wait)})
+
+    @app.get("/api/loop-lag", include_in_schema=False)
+    async def loop_lag(request: Request) -> dict[str, Any]:
+        """The event loop's lag so far (``LagHistogram.to_dict``); 404 unless ``loop_lag_interval_ms`` is set."""
+        monitor: LoopLagMonitor | None = getattr(request.app.state, "loop_lag", None)
+        if monitor is None:
+            raise StarletteHTTPException(404, "the loop lag monitor is off (loop_lag_interval_ms)")
+        return {"interval_ms": monitor.interval_s * 1000.0, **monitor.histogram.to_dict()}
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_request: Request, error: RequestValidationError) -> JSONResponse:
