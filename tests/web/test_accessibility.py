@@ -9,23 +9,10 @@ import time
 from typing import Any
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page, expect
-from webhelpers import api, sit
+from webhelpers import api, axe_serious, sit
 
 pytestmark = pytest.mark.browser
-
-AXE = Axe()
-
-
-def _serious(page: Page) -> list[dict[str, Any]]:
-    page.wait_for_timeout(300)  # let cards land: a card mid-animation is half transparent
-    results = AXE.run(page)
-    return [
-        {"id": v["id"], "impact": v["impact"], "nodes": [n["target"] for n in v["nodes"]][:5]}
-        for v in results.response["violations"] if v["impact"] in ("serious", "critical")
-    ]
-
 
 def _finished(server: str, game: str, options: dict[str, Any], bots: list[str]) -> str:
     res = api(server, "POST", "/api/tables", {
@@ -66,22 +53,22 @@ def test_every_page_passes_axe(page: Page, server: str, lang: str) -> None:
     found: dict[str, list[dict[str, Any]]] = {}
     page.goto(server + "/")
     page.wait_for_selector(".playnow-btn")
-    found["lobby"] = _serious(page)
+    found["lobby"] = axe_serious(page)
     page.click("#custom > summary")
     page.click("details.advanced > summary")
-    found["lobby-custom"] = _serious(page)
+    found["lobby-custom"] = axe_serious(page)
     for game in ("nerts", "anemone"):
         page.goto(f"{server}/?howto={game}")
         page.wait_for_selector("section.rules")
-        found[f"howto-{game}"] = _serious(page)
+        found[f"howto-{game}"] = axe_serious(page)
     tid, seat, token = _live(server, "nerts")
     sit(page, server, tid, seat, token)
     page.wait_for_selector(".layout.mine .pile.work", state="attached")
-    found["nerts-table"] = _serious(page)
+    found["nerts-table"] = axe_serious(page)
     tid, seat, token = _live(server, "anemone")
     sit(page, server, tid, seat, token)
     page.wait_for_selector(".anemone-table .myhand")
-    found["anemone-table"] = _serious(page)
+    found["anemone-table"] = axe_serious(page)
     deadline = time.monotonic() + 90
     for game, tid in finished.items():
         while api(server, "GET", f"/api/tables/{tid}")["status"] != "finished":
@@ -90,7 +77,7 @@ def test_every_page_passes_axe(page: Page, server: str, lang: str) -> None:
         page.goto(f"{server}/?replay={tid}")
         page.wait_for_selector("#replay-forward")
         page.click("#replay-forward")
-        found[f"replay-{game}"] = _serious(page)
+        found[f"replay-{game}"] = axe_serious(page)
     assert len(found) == 8
     bad = {name: v for name, v in found.items() if v}
     assert not bad, bad

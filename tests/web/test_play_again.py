@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
-from webhelpers import api, sit, state
+from webhelpers import api, axe_serious, sit, state
 
 from polling import wait_for
 
@@ -86,6 +86,7 @@ def test_play_again_takes_both_people_and_the_bot_to_a_new_table(
         bo.screenshot(path=str(SHOTS / f"invitation-{lang}-1280x720.png"))
         box = invitation.bounding_box()
         assert box and box["x"] >= 0 and box["x"] + box["width"] <= 1280 and box["y"] >= 0
+        assert axe_serious(bo) == []  # the invitation above the game-over dialog passes axe-core
 
         bo.click("#again-join")  # one click: bo takes seat 1 at the same new table
         bo.wait_for_function(

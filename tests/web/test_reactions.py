@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect
-from webhelpers import api, sit, state
+from webhelpers import api, axe_serious, sit, state
 
 from polling import wait_for
 
@@ -219,6 +219,7 @@ def test_screenshots_in_three_languages_at_two_sizes(browser: Browser, server: s
             by_the_seat(bo, 1, reaction)
             ana.locator("details.reactpick > summary").click()  # the row, open
             ana.screenshot(path=str(SHOTS / f"anemone-{lang}-1280x720.png"))
+            assert axe_serious(ana) == []  # the open row and a bubble pass axe-core
             ana.locator("details.reactpick > summary").click()
             bo.screenshot(path=str(SHOTS / f"anemone-{lang}-390x844.png"))
             bo.locator("details.tmenu > summary").click()  # the menu's toggles

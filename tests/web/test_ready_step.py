@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
-from webhelpers import api, sit, state
+from webhelpers import api, axe_serious, sit, state
 
 pytestmark = pytest.mark.browser
 
@@ -125,6 +125,7 @@ def test_the_next_hand_waits_for_both_people_to_press_ready(browser: Browser, se
                 bo_ctx.close()
                 bo_ctx, bo = ctx, page
         ana.screenshot(path=str(SHOTS / "ready-en-1280x720-pressed.png"))
+        assert axe_serious(ana) == []  # the dialog with its breakdown and the ready step passes axe-core
         assert hand_of(ana) == (0, True) and hand_of(bo) == (0, True)  # well past the old 1.5 s pause
 
         bo.locator(".overlay #continue").click()

@@ -10,13 +10,11 @@ import re
 from typing import Any
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page, expect
-from webhelpers import api, sit, state
+from webhelpers import api, axe_serious, sit, state
 
 pytestmark = pytest.mark.browser
 
-AXE = Axe()
 MY_TURN = "() => window.__ct.view && window.__ct.view.turn === window.__ct.seat && !window.__ct.view.over"
 
 
@@ -26,15 +24,6 @@ def _table(server: str, body: dict[str, Any]) -> tuple[str, int, str]:
     with contextlib.suppress(Exception):  # a table of one person and bots also starts by itself
         api(server, "POST", f"/api/tables/{tid}/start", {"token": token})
     return tid, res["seat"], token
-
-
-def _serious(page: Page) -> list[dict[str, Any]]:
-    results = AXE.run(page)
-    return [
-        {"id": v["id"], "impact": v["impact"], "nodes": [n["target"] for n in v["nodes"]][:5]}
-        for v in results.response["violations"]
-        if v["impact"] in ("serious", "critical")
-    ]
 
 
 def _anemone(page: Page, server: str, seed: int) -> int:
@@ -89,7 +78,7 @@ def test_enemy_anemone_cards_say_their_point_and_whether_they_can_be_played(page
     tree = page.locator(".handcards").aria_snapshot()
     assert "toolbar" in tree and "[disabled]" in tree and ": can be played" in tree, tree
     # the page (your turn, the focus on a card) passes axe
-    assert not _serious(page)
+    assert not axe_serious(page)
 
 
 def test_the_live_region_says_other_seats_plays_the_trick_and_your_turn(page: Page, server: str) -> None:
@@ -152,7 +141,7 @@ def test_counts_are_plural_only_when_they_should_be(page: Page, server: str) -> 
         ", picked up"
     )
     expect(page.locator("#announcer")).to_contain_text("Picked up ")
-    assert not _serious(page)
+    assert not axe_serious(page)
     page.keyboard.press("Escape")
     expect(page.locator("#announcer")).to_contain_text("Put back.")
 

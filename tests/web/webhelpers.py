@@ -6,7 +6,10 @@ import json
 import urllib.request
 from typing import Any
 
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Locator, Page
+
+AXE = Axe()
 
 
 def state(page: Page) -> dict[str, Any]:
@@ -49,3 +52,14 @@ def api(base: str, method: str, path: str, body: dict[str, Any] | None = None) -
     req = urllib.request.Request(base + path, data=data, method=method, headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=10) as res:
         return json.loads(res.read() or b"null")
+
+
+def axe_serious(page: Page) -> list[dict[str, Any]]:
+    """axe-core's serious and critical violations on ``page`` as it is now: ``[{"id", "impact", "nodes"}]`` (the
+    first five nodes' selectors), after cards have landed (a card mid-animation is half transparent)."""
+    page.wait_for_timeout(300)
+    results = AXE.run(page)
+    return [
+        {"id": v["id"], "impact": v["impact"], "nodes": [n["target"] for n in v["nodes"]][:5]}
+        for v in results.response["violations"] if v["impact"] in ("serious", "critical")
+    ]
