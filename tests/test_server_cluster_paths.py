@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,7 @@ from cardtable.server.cluster.mailbox import channel
 from cardtable.server.cluster.member import Cluster
 from cardtable.server.cluster.ownership import ClusterSettings
 from cardtable.server.cluster.redis_clients import ALIVE_PREFIX
+from cardtable.server.cluster.relay import OPEN_TIMEOUT_S
 from cardtable.server.core.errors import TableError
 from cardtable.server.core.settings import Settings
 from cardtable.server.edge.app import create_app
@@ -649,3 +651,22 @@ def test_a_relayed_connection_counts_against_its_clients_address_at_the_owner(
                 assert close_code(relayed) == 1000
         with b.websocket_connect(f"/ws/tables/{tid}") as relayed:
             assert hello(relayed, None)["table"]["id"] == tid
+
+
+def test_a_relay_to_a_process_that_no_longer_has_the_table_is_told_to_reconnect_at_once(
+    apps: list[TestClient],
+) -> None:
+    """A connection relayed to the process named by the lease, which no longer holds the table (it let it go a
+    moment ago), is answered by that process: closed with 1012 (reconnect) at once, not after the origin's
+    ``OPEN_TIMEOUT_S`` wait for an answer that never comes; the origin keeps no relay for it."""
+    a, b, _ = apps
+    made = a.post("/api/tables", json={"game": "nerts", "options": {"players": 2}}, headers=ORIGIN)
+    assert made.status_code == 201, made.text
+    tid = made.json()["table"]["id"]
+    tables_of(a).pop(tid)  # the owner let go of it; its lease still names it
+    started = time.monotonic()
+    with b.websocket_connect(f"/ws/tables/{tid}") as ws:
+        ws.send_json({"type": "hello", "token": made.json()["token"]})
+        assert close_code(ws) == 1012
+    assert time.monotonic() - started < OPEN_TIMEOUT_S / 2, "closed by the origin's timeout, not by the owner"
+    wait_for(lambda: not cluster_of(b).relays.origin_sides, WAIT_S, "the origin to let the relay go")
