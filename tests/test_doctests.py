@@ -21,6 +21,8 @@ MODULES = [
     "cardtable.bots.anemone",
     "cardtable.engine",
     "cardtable.refusals",
+    "cardtable.cli",
+    "cardtable.server.lobby.play_now",
 ]
 
 
