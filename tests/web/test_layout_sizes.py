@@ -26,7 +26,12 @@ MIN_FOUNDATION_W = 36
 # (so the totals differ and the score table is long).
 EVERY_ACE_OUT_JS = """
 (hands) => {
-  window.__ctConn.h.update = () => {};  // the live table goes on; this page shows the crafted state only
+  // the live table goes on (its bots play, its seats come and go); this page shows the crafted state only, so
+  // every message from now on is dropped: an update, a table message or a snapshot would redraw the board
+  const h = window.__ctConn.h;
+  window.__ctFeed = { ...h };  // the page's own handlers, for the crafted messages a test sends next
+  const feed = h.snapshot;
+  for (const k of Object.keys(h)) h[k] = () => {};
   const st = window.__ct;
   const view = JSON.parse(JSON.stringify(st.view));
   const seats = st.table.seats.length;
@@ -41,7 +46,7 @@ EVERY_ACE_OUT_JS = """
   const results = Array.from({ length: hands }, (_, k) => ({
     scores: Array.from({ length: seats }, (_, i) => (i * 7 + k * 3) % 11 - 4), ended: 'nerts' }));
   const totals = Array.from({ length: seats }, (_, i) => results.reduce((sum, r) => sum + r.scores[i], 0));
-  window.__ctConn.h.snapshot({ type: 'snapshot', v: st.v, table: st.table, view, legal: st.legal, hand: hands,
+  feed({ type: 'snapshot', v: st.v, table: st.table, view, legal: st.legal, hand: hands,
     results, totals });
   return { seats, totals, foundations: view.foundations.length };
 }
@@ -75,6 +80,7 @@ def _crowded_nerts(
 ) -> tuple[Page, Any]:
     ctx = browser.new_context(viewport={"width": w, "height": h}, has_touch=w < 900)
     page = ctx.new_page()
+    page.emulate_media(reduced_motion="reduce")  # no card in flight while the boxes are measured
     tid, seat, token = _nerts(server, players)
     sit(page, server, tid, seat, token)
     page.wait_for_selector(".layout.mine .pile.work", state="attached", timeout=15000)
@@ -191,7 +197,7 @@ def test_nerts_header_is_one_line_and_dialogs_fit(browser: Browser, server: str,
     page.click("details.tmenu > summary")
     # the end of the match after ten hands: a long score table, and the dialog's buttons still on screen
     page.evaluate(
-        """(n) => window.__ctConn.h.hand_over({ type: 'hand_over', hand: 9, ended: 'nerts',
+        """(n) => window.__ctFeed.hand_over({ type: 'hand_over', hand: 9, ended: 'nerts',
         scores: Array.from({ length: n }, (_, i) => 5 - i), totals: Array.from({ length: n }, (_, i) => 100 - 7 * i),
         winners: [0] })""",
         fed["seats"],
@@ -218,15 +224,18 @@ def _assert_pressable(page: Page, button: Any, w: int, h: int) -> None:
 
 ANEMONE_PICKER_JS = """
 () => {
-  // your turn, holding two anemones to add: the picker shows under the hint, above your hand
-  window.__ctConn.h.update = () => {};
+  // your turn, holding two anemones to add: the picker shows under the hint, above your hand; every live message
+  // from now on is dropped (the bots play on), so the crafted state stays on screen
+  const h = window.__ctConn.h;
+  const feed = h.snapshot;
+  for (const k of Object.keys(h)) h[k] = () => {};
   const st = window.__ct;
   const view = JSON.parse(JSON.stringify(st.view));
   view.turn = st.seat;
   view.must_discard = false;
   view.anemones = (view.anemones || []).map((a, s) => (s === st.seat ? [1, 2] : a));
   view.playable = [...(view.hand || [])];
-  window.__ctConn.h.snapshot({ type: 'snapshot', v: st.v, table: st.table, view, legal: st.legal, hand: st.hand,
+  feed({ type: 'snapshot', v: st.v, table: st.table, view, legal: st.legal, hand: st.hand,
     results: [], totals: [] });
 }
 """
