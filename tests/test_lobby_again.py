@@ -16,7 +16,7 @@ from cardtable.server.cluster.member import Cluster
 from cardtable.server.cluster.ownership import ClusterSettings
 from cardtable.server.core.errors import TableError
 from cardtable.server.lobby.manager import Manager
-from cardtable.server.lobby.play_now import LOBBY_PRESENCE_S, LobbyPresence
+from cardtable.server.lobby.play_now import LOBBY_PRESENCE_S, LobbyPresence, visitor_key
 from cardtable.server.storage.store import Store
 from clients import MakeClient, fast_settings
 from polling import until, wait_status
@@ -343,3 +343,13 @@ async def _refusal(operation: Awaitable[object]) -> TableError:
     with pytest.raises(TableError) as refused:
         await operation
     return refused.value
+
+
+@pytest.mark.parametrize("filler", ["a", "-", "a!"])
+def test_an_x_visitor_header_as_long_as_a_request_head_may_be_is_ignored_in_one_pass(filler: str) -> None:
+    """``X-Visitor`` is client text: the largest header the guard lets through (``max_header_bytes``, 16 KiB) is
+    checked by one linear ``fullmatch`` (a single bounded character class, no nested quantifier) and, being too
+    long, is ignored: the visitor is the address alone. Under 64 characters the same id is kept."""
+    longest = filler * (16384 // len(filler))
+    assert visitor_key("203.0.113.7", longest) == "203.0.113.7"
+    assert visitor_key("203.0.113.7", "a" * 64) == "203.0.113.7 " + "a" * 64
