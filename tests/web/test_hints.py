@@ -7,7 +7,7 @@ import contextlib
 
 import pytest
 from playwright.sync_api import Browser, expect
-from webhelpers import api, sit
+from webhelpers import api, sit, started_table
 
 pytestmark = pytest.mark.browser
 
@@ -58,14 +58,10 @@ KEY_WORDS = ("Space", "Tab", "Enter", "click", "Click", "press")
 
 
 def _anemone(server: str) -> tuple[str, int, str]:
-    res = api(server, "POST", "/api/tables", {
+    return started_table(server, {
         "game": "anemone", "options": {"players": 3, "rounds": 1}, "name": "ana", "seed": 5,
         "seats": [{"kind": "open"}] + [{"kind": "bot", "bot": "heuristic"}] * 2,
     })
-    tid, token = res["table"]["id"], res["token"]
-    with contextlib.suppress(Exception):  # a table of one person and bots also starts by itself
-        api(server, "POST", f"/api/tables/{tid}/start", {"token": token})
-    return tid, res["seat"], token
 
 
 @pytest.mark.parametrize("game", ["nerts", "anemone"])

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
-from webhelpers import api, sit, state
+from webhelpers import sit, started_table, state
 
 pytestmark = pytest.mark.browser
 
@@ -20,14 +20,6 @@ FIRST_PLAYABLE = (
     "() => document.activeElement === document.querySelector('.handcards .ccard[aria-disabled=\"false\"]')"
 )
 FOCUS_IN_HAND = "() => !!document.activeElement?.closest('.handcards')"
-
-
-def _table(server: str, body: dict[str, Any]) -> tuple[str, int, str]:
-    res = api(server, "POST", "/api/tables", body)
-    tid, token = res["table"]["id"], res["token"]
-    with contextlib.suppress(Exception):  # a table of one person and bots also starts by itself
-        api(server, "POST", f"/api/tables/{tid}/start", {"token": token})
-    return tid, res["seat"], token
 
 
 def _focused(page: Page) -> dict[str, Any]:
@@ -40,7 +32,7 @@ def test_a_whole_enemy_anemone_hand_by_keyboard(page: Page, server: str) -> None
     page.set_viewport_size({"width": 1280, "height": 720})
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    tid, seat, token = _table(
+    tid, seat, token = started_table(
         server,
         {
             "game": "anemone",
@@ -105,7 +97,7 @@ def test_a_whole_enemy_anemone_hand_by_keyboard(page: Page, server: str) -> None
 
 def test_keys_panel_lists_the_keys_in_every_language(page: Page, server: str) -> None:
     page.set_viewport_size({"width": 1280, "height": 720})
-    tid, seat, token = _table(
+    tid, seat, token = started_table(
         server,
         {
             "game": "anemone",
@@ -161,7 +153,7 @@ def test_every_nerts_move_by_keyboard(page: Page, server: str) -> None:
     page.set_viewport_size({"width": 1280, "height": 720})
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    tid, seat, token = _table(
+    tid, seat, token = started_table(
         server,
         {
             "game": "nerts",

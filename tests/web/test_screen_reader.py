@@ -5,31 +5,21 @@ on the new states (your turn with the focus on a card, a Nerts card picked up fr
 
 from __future__ import annotations
 
-import contextlib
 import re
-from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
-from webhelpers import api, axe_serious, sit, state
+from webhelpers import axe_serious, sit, started_table, state
 
 pytestmark = pytest.mark.browser
 
 MY_TURN = "() => window.__ct.view && window.__ct.view.turn === window.__ct.seat && !window.__ct.view.over"
 
 
-def _table(server: str, body: dict[str, Any]) -> tuple[str, int, str]:
-    res = api(server, "POST", "/api/tables", body)
-    tid, token = res["table"]["id"], res["token"]
-    with contextlib.suppress(Exception):  # a table of one person and bots also starts by itself
-        api(server, "POST", f"/api/tables/{tid}/start", {"token": token})
-    return tid, res["seat"], token
-
-
 def _anemone(page: Page, server: str, seed: int) -> int:
     page.set_viewport_size({"width": 1280, "height": 720})
     page.emulate_media(reduced_motion="reduce")
-    tid, seat, token = _table(
+    tid, seat, token = started_table(
         server,
         {
             "game": "anemone",
@@ -109,7 +99,7 @@ def test_the_live_region_says_other_seats_plays_the_trick_and_your_turn(page: Pa
 def test_counts_are_plural_only_when_they_should_be(page: Page, server: str) -> None:
     page.set_viewport_size({"width": 1280, "height": 720})
     page.emulate_media(reduced_motion="reduce")
-    tid, seat, token = _table(
+    tid, seat, token = started_table(
         server,
         {
             "game": "nerts",

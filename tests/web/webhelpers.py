@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import urllib.request
 from typing import Any
@@ -63,3 +64,13 @@ def axe_serious(page: Page) -> list[dict[str, Any]]:
         {"id": v["id"], "impact": v["impact"], "nodes": [n["target"] for n in v["nodes"]][:5]}
         for v in results.response["violations"] if v["impact"] in ("serious", "critical")
     ]
+
+
+def started_table(base: str, body: dict[str, Any]) -> tuple[str, int, str]:
+    """Create a table (``POST /api/tables`` with ``body``) and start it (a table of one person and bots may also start
+    by itself); returns its id, the creator's seat and seat token."""
+    res = api(base, "POST", "/api/tables", body)
+    tid, token = res["table"]["id"], res["token"]
+    with contextlib.suppress(Exception):
+        api(base, "POST", f"/api/tables/{tid}/start", {"token": token})
+    return tid, res["seat"], token
