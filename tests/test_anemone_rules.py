@@ -48,9 +48,9 @@ def types(events: list[dict[str, Any]]) -> list[str]:
 
 def test_options_defaults_and_round_trip() -> None:
     options = AnemoneOptions.from_dict({})
-    assert options.to_dict() == {"players": 4, "rounds": 4, "random_first_leader": False}
+    assert options.to_dict() == {"players": 4, "rounds": 4, "random_first_leader": False, "deals": "fresh"}
     assert AnemoneOptions.from_dict(options.to_dict()) == options
-    assert [s.name for s in OPTION_SPECS] == ["players", "rounds", "random_first_leader"]
+    assert [s.name for s in OPTION_SPECS] == ["players", "rounds", "random_first_leader", "deals"]
 
 
 @pytest.mark.parametrize(

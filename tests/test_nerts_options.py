@@ -21,11 +21,13 @@ def test_defaults_match_the_rules_table() -> None:
         "nerts_penalty": 2,
         "nerts_bonus": 0,
         "target_score": 100,
+        "hands": 0,
         "jokers": False,
         "auto_nerts": False,
         "tie_window_ms": 100,
         "in_flight_ms": 150,
         "stall_seconds": 60,
+        "deals": "fresh",
     }
 
 

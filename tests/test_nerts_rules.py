@@ -651,6 +651,33 @@ class TestMatch:
         match.finish_hand()
         assert match.totals == [10, 10] and not match.is_over and match.winners() is None
 
+    def test_a_hands_limit_ends_the_match_below_the_target(self) -> None:
+        """Rules, "Scoring": with ``hands`` 1 the match is over after one hand, won by the highest total even far
+        below ``target_score``; without the limit the same hand leaves the match going on."""
+        for hands, over in ((0, False), (1, True)):
+            match = NertsMatch(NertsOptions(players=2, target_score=100, nerts_penalty=0, hands=hands))
+            self.solo_hand(match, ["AS", "2S", "3S"])
+            match.finish_hand()
+            assert match.totals == [3, 0] and match.is_over is over
+            assert match.winners() == ([0] if over else None)
+        with pytest.raises(ValueError, match="the match is over"):
+            match.start_hand(match.deal_cards(2))
+
+    def test_a_tie_at_the_hands_limit_is_a_shared_win(self) -> None:
+        """Rules, "Scoring": a tie at the top when the ``hands`` limit ends the match is shared, not played on."""
+        match = NertsMatch(NertsOptions(players=2, target_score=10, nerts_penalty=0, hands=2))
+        for totals, over in (([2, 2], False), ([4, 4], True)):
+            state = match.start_hand(
+                {"packs": [layout_pack(nerts=["AS", "2S"]), layout_pack(nerts=["AH", "2H"])]}
+            )
+            for seat in (0, 1):
+                state.apply(seat, move("nerts", "foundation:new"), seat * 10 + 1)
+                state.apply(seat, move("nerts", f"foundation:{seat}"), seat * 10 + 2)
+            state.apply(None, {"type": "end_hand", "reason": "stalled"}, 30)
+            match.finish_hand()
+            assert match.totals == totals and match.is_over is over
+        assert match.winners() == [0, 1]
+
     def test_partners_win_together(self) -> None:
         match = NertsMatch(NertsOptions(players=4, partnerships=True, target_score=10, nerts_penalty=0))
         self.solo_hand(match, ["AS", "2S", "3S", "4S", "5S", "6S", "7S", "8S", "9S", "10S"])

@@ -164,7 +164,13 @@ class Match(Protocol):
         ...
 
     def deal_cards(self, seed: int) -> dict[str, Any]:
-        """A deal for the next hand with the cards written out, shuffled from ``seed``."""
+        """A deal for the next hand with the cards written out, shuffled from ``seed``; with rotated deals, a hand
+        after a cycle's first is that hand's deal moved on, whatever ``seed`` is."""
+        ...
+
+    def deal_cycle(self, hand: int) -> int | None:
+        """With the ``deals: "rotated"`` option, the deal (a cycle of one hand per seat, per team with Nerts
+        partnerships; from 0) that hand ``hand`` (from 0) plays; ``None`` when every hand is dealt fresh."""
         ...
 
     def start_hand(self, deal: Mapping[str, Any]) -> HandState:

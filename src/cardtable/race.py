@@ -41,7 +41,6 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 __all__ = [
@@ -90,11 +89,20 @@ class DelayEstimator:
         self.cap_ms = cap_ms
         self.quantile = quantile
         self._samples: deque[float] = deque(maxlen=window)
-        self._estimate: int | None = None  # kept until the next sample: asked for at every play of the connection
+        self._estimate: int | None = (
+            None  # kept until the next sample: asked for at every play of the connection
+        )
 
-    def add(self, rtt_ms: float) -> None:
-        """Record one round trip in ms; ``ValueError`` (and nothing recorded) for a negative or non-finite one."""
-        if not isinstance(rtt_ms, int | float) or isinstance(rtt_ms, bool) or not math.isfinite(rtt_ms) or rtt_ms < 0:
+    def add(self, rtt_ms: object) -> None:
+        """Record one round trip in ms (an ``int`` or ``float``); ``ValueError`` (and nothing recorded) for a negative
+        or non-finite one, or one that is no number (typed ``object``: checked here, not by a compiled build's
+        ``TypeError``)."""
+        if (
+            not isinstance(rtt_ms, int | float)
+            or isinstance(rtt_ms, bool)
+            or not math.isfinite(rtt_ms)
+            or rtt_ms < 0
+        ):
             raise ValueError(f"a round trip is a finite number of ms, 0 or more, not {rtt_ms!r}")
         self._samples.append(float(rtt_ms))
         self._estimate = None
@@ -143,16 +151,29 @@ def race_keys(action: Mapping[str, Any], shared_layout: bool = False, pack: int 
     return frozenset(keys)
 
 
-@dataclass(slots=True)
 class _Held(Generic[T]):
-    item: T
-    seat: int | None
-    arrived: int
-    sent: int
-    ready: int
-    racing: bool
-    order: int
-    horizon: int
+    """A play waiting in :class:`RaceOrderer` (times in ms). A plain class, not a slots dataclass: the module compiles
+    with mypyc (``cardtable.build``), which builds its own layout and cannot rebuild a generic slots class."""
+
+    def __init__(
+        self,
+        item: T,
+        seat: int | None,
+        arrived: int,
+        sent: int,
+        ready: int,
+        racing: bool,
+        order: int,
+        horizon: int,
+    ) -> None:
+        self.item = item
+        self.seat = seat
+        self.arrived = arrived
+        self.sent = sent
+        self.ready = ready
+        self.racing = racing
+        self.order = order
+        self.horizon = horizon
 
 
 class RaceOrderer(Generic[T]):
@@ -264,7 +285,9 @@ class RaceOrderer(Generic[T]):
             if not ready:
                 break
             safe = max((h.sent for h in ready if h.racing), default=None)
-            choices = [h for h in heads if h.ready <= now_ms or (h.racing and safe is not None and h.sent <= safe)]
+            choices = [
+                h for h in heads if h.ready <= now_ms or (h.racing and safe is not None and h.sent <= safe)
+            ]
             chosen = min(choices, key=lambda h: (h.sent, h.order))
             self._held.remove(chosen)
             stamp = chosen.sent if chosen.racing else min(chosen.sent, chosen.arrived - chosen.horizon)

@@ -28,10 +28,12 @@ class IllegalRecordAction(ValueError):
 
 @dataclass(slots=True)
 class HandSummary:
-    """One hand's ``scores`` (points per seat) and why it ``ended`` (``None``: still in progress)."""
+    """One hand's ``scores`` (points per seat) and why it ``ended`` (``None``: still in progress); ``deal``, with
+    rotated deals only, the deal (cycle, from 0) the hand played (``Match.deal_cycle``)."""
 
     scores: list[int]
     ended: str | None
+    deal: int | None = None
 
 
 @dataclass(slots=True)
@@ -45,9 +47,13 @@ class ReplayResult:
     anemones: list[list[int]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``--json`` form of ``docs/records.md``."""
+        """The ``--json`` form of ``docs/records.md``: each hand gains ``"deal": C`` with rotated deals."""
         out: dict[str, Any] = {
-            "hands": [{"scores": h.scores, "ended": h.ended} for h in self.hands],
+            "hands": [
+                {"scores": h.scores, "ended": h.ended} if h.deal is None
+                else {"scores": h.scores, "ended": h.ended, "deal": h.deal}
+                for h in self.hands
+            ],
             "totals": self.totals,
             "winner": self.winner,
         }
@@ -122,12 +128,12 @@ def fold(record: Record, on_step: StepHook | None = None) -> ReplayResult:
         apply_actions(state, hand, number, on_step)
         if state.is_over:
             finished = match.finish_hand()
-            result.hands.append(HandSummary(list(finished.scores), finished.ended))
+            result.hands.append(HandSummary(list(finished.scores), finished.ended, match.deal_cycle(number)))
         elif number + 1 < len(record.hands):
             raise IllegalRecordAction(number, len(hand.actions), "the hand had not ended when the next hand began")
         else:
             in_progress = state.scores()
-            result.hands.append(HandSummary(list(in_progress), None))
+            result.hands.append(HandSummary(list(in_progress), None, match.deal_cycle(number)))
     result.totals = list(match.totals)
     if in_progress is not None:
         result.totals = [total + score for total, score in zip(result.totals, in_progress, strict=True)]

@@ -4,7 +4,7 @@ A trick-taking game in which every card played into a trick must be of a suit no
 card discards one into its own score pile. The highest card wins the trick, the lowest takes an anemone (+1 or +2
 to a later card).
 
-- :class:`AnemoneOptions`: ``players`` (2 to 6), ``rounds`` (1 to 10), ``random_first_leader``.
+- :class:`AnemoneOptions`: ``players`` (2 to 6), ``rounds`` (1 to 10), ``random_first_leader``, ``deals``.
 - :class:`AnemoneMatch`: a match (``rounds`` hands) as a fold over a record's deals and actions.
 - :class:`AnemoneState`: one hand in play; ``view`` (``docs/views-anemone.md``), ``legal_actions``, ``apply``.
 
@@ -48,6 +48,10 @@ SUIT_BIT: tuple[int, ...] = tuple(1 << (card // 10) for card in range(60))
 """A card's suit as a bit of :attr:`AnemoneState.trick_suit_mask`: ``1 << SUIT_OF[card]``."""
 
 _NUMBER: dict[str, int] = {code: number for number, code in enumerate(CODE)}
+
+DEALS: tuple[str, ...] = ("fresh", "rotated")
+"""Values of the ``deals`` option: a fresh deal every hand, or each deal played once from every seat ("Rotated
+deals")."""
 
 
 def _plain(value: Any) -> Any:
@@ -101,14 +105,17 @@ def _sub_multisets(faces: Sequence[int]) -> list[tuple[int, ...]]:
 @dataclass(frozen=True, slots=True)
 class AnemoneOptions:
     """A table's options ("Options"): ``players`` 2 to 6 (default 4), ``rounds`` (hands) 1 to 10 (default 4),
-    ``random_first_leader`` (default false: seat 0 leads the first hand)."""
+    ``random_first_leader`` (default false: seat 0 leads the first hand), ``deals`` (``"fresh"``, the default, or
+    ``"rotated"``: each deal is played once from every seat in turn; ``docs/rules/enemy-anemone.md``, "Rotated
+    deals")."""
 
     players: int = 4
     rounds: int = 4
     random_first_leader: bool = False
+    deals: str = "fresh"
 
     def __post_init__(self) -> None:
-        _check_options(self.players, self.rounds, self.random_first_leader)
+        _check_options(self.players, self.rounds, self.random_first_leader, self.deals)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AnemoneOptions:
@@ -125,14 +132,17 @@ class AnemoneOptions:
         values = {key: data[key] for key in known if key in data}
         # checked before the fields are set too: a class compiled with mypyc checks their types on its own
         _check_options(
-            values.get("players", 4), values.get("rounds", 4), values.get("random_first_leader", False)
+            values.get("players", 4),
+            values.get("rounds", 4),
+            values.get("random_first_leader", False),
+            values.get("deals", "fresh"),
         )
         return cls(**values)
 
-    def __reduce__(self) -> tuple[type[AnemoneOptions], tuple[int, int, bool]]:
+    def __reduce__(self) -> tuple[type[AnemoneOptions], tuple[int, int, bool, str]]:
         """Pickled and copied through the constructor (a frozen class compiled with mypyc cannot be filled in
         field by field, as pickle's default does)."""
-        return AnemoneOptions, (self.players, self.rounds, self.random_first_leader)
+        return AnemoneOptions, (self.players, self.rounds, self.random_first_leader, self.deals)
 
     def to_dict(self) -> dict[str, Any]:
         """Every option, JSON-ready."""
@@ -140,10 +150,13 @@ class AnemoneOptions:
             "players": self.players,
             "rounds": self.rounds,
             "random_first_leader": self.random_first_leader,
+            "deals": self.deals,
         }
 
 
-def _check_options(players: object, rounds: object, random_first_leader: object) -> None:
+def _check_options(
+    players: object, rounds: object, random_first_leader: object, deals: object = "fresh"
+) -> None:
     """Raise ``ValueError`` naming the first bad option ("Options")."""
     for name, value in (("players", players), ("rounds", rounds)):
         if isinstance(value, bool) or not isinstance(value, int):
@@ -155,6 +168,8 @@ def _check_options(players: object, rounds: object, random_first_leader: object)
         raise ValueError(f"option 'rounds': must be 1 to 10, not {rounds}")
     if not isinstance(random_first_leader, bool):
         raise ValueError(f"option 'random_first_leader': expected true or false, not {random_first_leader!r}")
+    if not isinstance(deals, str) or deals not in DEALS:
+        raise ValueError(f"option 'deals': must be 'fresh' or 'rotated', not {deals!r}")
 
 
 OPTION_SPECS: list[OptionSpec] = [
@@ -162,6 +177,13 @@ OPTION_SPECS: list[OptionSpec] = [
     OptionSpec("rounds", "int", 4, minimum=1, maximum=10, help="Hands in the game."),
     OptionSpec(
         "random_first_leader", "bool", False, help="Draw the first leader at random (else seat 0 leads)."
+    ),
+    OptionSpec(
+        "deals",
+        "choice",
+        "fresh",
+        choices=DEALS,
+        help="rotated: each deal is played once from every seat in turn.",
     ),
 ]
 
@@ -681,10 +703,11 @@ class AnemoneState:
         """Always ``None``: nothing in Enemy Anemone happens by the clock."""
         return None
 
-    def legal_actions(self, seat: int) -> list[Action]:
+    def legal_actions(self, seat: object) -> list[Action]:
         """Every action of ``seat`` now: each playable card with each sub-multiset of its anemone faces
         (``{"type": "play", "card": "7C", "anemones": [1, 2]}``, faces sorted), or, when it holds no card of a
-        suit not yet in the trick, ``{"type": "discard", "card": ...}`` for each card. Empty off turn."""
+        suit not yet in the trick, ``{"type": "discard", "card": ...}`` for each card. Empty off turn (and for anything
+        that is no seat: ``seat`` is typed ``object``)."""
         if self.over or seat != self.turn:
             return []
         out: list[Action] = []
@@ -695,10 +718,11 @@ class AnemoneState:
                 out.append({"type": "discard", "card": CODE[card]})
         return out
 
-    def check(self, seat: int | None, action: Mapping[str, Any]) -> tuple[bool, int, tuple[int, ...]]:
+    def check(self, seat: object, action: object) -> tuple[bool, int, tuple[int, ...]]:
         """Check ``action`` for ``seat`` without applying it; returns the move ``(is_play, card, faces)``.
 
-        Raises :class:`IllegalAction` with the reason ("A trick" steps 1-3, the 2-seat variant).
+        Raises :class:`IllegalAction` with the reason ("A trick" steps 1-3, the 2-seat variant), for arguments of
+        any type too (typed ``object``: checked here, not by a compiled build's ``TypeError``).
         """
         if self.over:
             raise IllegalAction("the hand is over", code="hand.over")
@@ -794,12 +818,13 @@ class AnemoneState:
             held.remove(face)
         return True, card, faces
 
-    def apply(self, seat: int | None, action: Mapping[str, Any], ms: int = 0) -> list[Event]:
+    def apply(self, seat: object, action: object, ms: object = 0) -> list[Event]:
         """Apply ``seat``'s action at ``ms`` and return its events (``played``, ``discarded``, ``trick_won``,
         ``anemone``, ``drew``, ``hand_over``; ``docs/views-anemone.md``).
 
         Raises :class:`IllegalAction` and changes nothing when the action is malformed, out of turn, names a card
-        or anemones the seat does not hold, breaks the suit rule, or ``ms`` went backwards.
+        or anemones the seat does not hold, breaks the suit rule, or ``ms`` went backwards (arguments of any type:
+        typed ``object``, checked here).
         """
         if isinstance(ms, bool) or not isinstance(ms, int):
             raise IllegalAction(
@@ -900,6 +925,8 @@ class AnemoneMatch:
         self._anem: list[list[int]] = [[] for _ in range(self.players)]
         self._first_leaders: list[int] = []
         self._next_leader = 0
+        self._cycle_hands: list[list[int]] = []
+        self._cycle_deck: list[int] = []
 
     def copy(self) -> AnemoneMatch:
         """An independent copy of the match: the hand in play copied with :meth:`AnemoneState.copy`, ``totals``,
@@ -914,6 +941,8 @@ class AnemoneMatch:
         other._anem = [faces[:] for faces in self._anem]
         other._first_leaders = self._first_leaders[:]
         other._next_leader = self._next_leader
+        other._cycle_hands = [hand[:] for hand in self._cycle_hands]
+        other._cycle_deck = self._cycle_deck[:]
         return other
 
     @property
@@ -941,12 +970,34 @@ class AnemoneMatch:
     def _in_hand(self) -> bool:
         return len(self._first_leaders) > len(self.results)
 
+    def deal_cycle(self, hand: int) -> int | None:
+        """With ``deals: "rotated"``, the deal (cycle of ``players`` hands, from 0) that hand ``hand`` (from 0)
+        plays; ``None`` with fresh deals ("Rotated deals").
+
+        >>> match = AnemoneMatch(AnemoneOptions(players=3, deals="rotated"))
+        >>> [match.deal_cycle(h) for h in range(7)]
+        [0, 0, 0, 1, 1, 1, 2]
+        """
+        return hand // self.players if self.options.deals == "rotated" else None
+
+    def _rotation(self) -> tuple[int, list[list[int]]] | None:
+        """For a rotated hand after a cycle's first, ``(k, hands)``: the cycle's first hands moved ``k`` seats on
+        (seat ``s``'s hand goes to seat ``(s + k) % players``); ``None`` when the next hand is dealt fresh."""
+        k = len(self._first_leaders) % self.players
+        if self.options.deals != "rotated" or k == 0 or not self._cycle_hands:
+            return None
+        n = self.players
+        return k, [self._cycle_hands[(seat - k) % n][:] for seat in range(n)]
+
     def check_deal(self, deal: Mapping[str, Any]) -> None:
         """Raise ``ValueError`` naming the field when ``deal`` cannot start this match's next hand.
 
         ``{"seed": N}`` (a whole number), or ``{"hands": [[...], ...], "deck": [...], "leader": SEAT}``: exactly
         the game's cards ("Set-up"), each once, the right number per seat; ``deck`` only (and always) with 2
-        seats; ``leader`` only in the first hand and only with ``random_first_leader`` (and then required).
+        seats; ``leader`` only in the first hand and only with ``random_first_leader`` (and then required). With
+        ``deals: "rotated"``, a hand after a cycle's first must be that hand's deal moved on ("Rotated deals"):
+        each seat's cards (in any order) those of the seat ``k`` seats before it, the 2-seat ``deck`` the same, in
+        the same order (a seed is then ignored: :meth:`deal_cards`).
         """
         if not isinstance(deal, Mapping):
             raise ValueError("deal: expected an object")
@@ -1011,6 +1062,20 @@ class AnemoneMatch:
                 raise ValueError(f"deal.leader: expected a seat 0 to {players - 1}, not {leader!r}")
         elif first and self.options.random_first_leader:
             raise ValueError("deal.leader: required with random_first_leader")
+        rotation = self._rotation()
+        if rotation is not None:
+            k, expected = rotation
+            number = len(self._first_leaders)
+            for seat in range(players):
+                if sorted(card_number(code) for code in hands[seat]) != sorted(expected[seat]):
+                    raise ValueError(
+                        f"deal.hands[{seat}]: hand {number + 1} of rotated deals must give seat {seat} the cards "
+                        f"seat {(seat - k) % players} held in hand {number - k + 1} (each hand moves the deal on one seat)"
+                    )
+            if players == 2 and [card_number(code) for code in deal["deck"]] != self._cycle_deck:
+                raise ValueError(
+                    f"deal.deck: hand {number + 1} of rotated deals must have hand {number - k + 1}'s deck"
+                )
 
     def deal_cards(self, seed: int) -> dict[str, Any]:
         """The next hand's deal from ``seed``, cards written out.
@@ -1018,9 +1083,16 @@ class AnemoneMatch:
         Stable: the game's cards in pack order (:func:`game_cards`: suit by suit, rank up) are shuffled by
         ``random.Random(seed).shuffle``; seat 0 gets the first ``hand_size`` cards, seat 1 the next, and so on;
         with 2 seats the remaining 16 are the deck, top first. For the first hand with ``random_first_leader``
-        the same generator then draws ``leader = rng.randrange(players)``.
+        the same generator then draws ``leader = rng.randrange(players)``. With ``deals: "rotated"``, a hand after
+        a cycle's first is that hand's deal moved on (see :meth:`check_deal`) and ``seed`` is not used.
         """
         players = self.players
+        rotation = self._rotation()
+        if rotation is not None:
+            rotated: dict[str, Any] = {"hands": [[CODE[card] for card in hand] for hand in rotation[1]]}
+            if players == 2:
+                rotated["deck"] = [CODE[card] for card in self._cycle_deck]
+            return rotated
         rng = random.Random(seed)
         cards = [CODE[c] for c in game_cards(players)]
         rng.shuffle(cards)
@@ -1047,6 +1119,9 @@ class AnemoneMatch:
             leader = int(deal["leader"])
         hands = [[card_number(code) for code in hand] for hand in deal["hands"]]
         deck = [card_number(code) for code in deal.get("deck", [])]
+        if self.options.deals == "rotated" and len(self._first_leaders) % self.players == 0:
+            self._cycle_hands = [hand[:] for hand in hands]
+            self._cycle_deck = deck[:]
         self._first_leaders.append(leader)
         self._hand = AnemoneState.new(
             hands, deck, leader, self._anem, round=len(self._first_leaders), rounds=self.options.rounds

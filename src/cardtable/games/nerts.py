@@ -26,9 +26,9 @@ cardtable.engine.IllegalAction: no pile work:9 (work piles are work:0 to work:3)
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, TypeVar
 
 from cardtable.cards import RANK_CODES, SUITS, Card, standard_pack
 from cardtable.engine import Action, Event, HandResult, IllegalAction, OptionSpec, View
@@ -142,34 +142,16 @@ class NertsOptions:
     nerts_penalty: int = 2
     nerts_bonus: int = 0
     target_score: int = 100
+    hands: int = 0
     jokers: bool = False
     auto_nerts: bool = False
     tie_window_ms: int = 100
     in_flight_ms: int = 150
     stall_seconds: int = 60
+    deals: str = "fresh"
 
     def __post_init__(self) -> None:
-        for spec in OPTION_SPECS:
-            value = getattr(self, spec.name)
-            if spec.kind == "bool":
-                if not isinstance(value, bool):
-                    raise ValueError(f"{spec.name}: must be true or false, not {value!r}")
-                continue
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise ValueError(f"{spec.name}: must be a whole number, not {value!r}")
-            if spec.choices and value not in spec.choices:
-                allowed = " or ".join(str(c) for c in spec.choices)
-                raise ValueError(f"{spec.name}: must be {allowed}, not {value}")
-            if (
-                spec.minimum is not None
-                and spec.maximum is not None
-                and not spec.minimum <= value <= spec.maximum
-            ):
-                raise ValueError(f"{spec.name}: must be {spec.minimum} to {spec.maximum}, not {value}")
-        if self.partnerships and (self.players < 4 or self.players % 2):
-            raise ValueError(
-                f"partnerships: needs an even number of players, 4 or more (players is {self.players})"
-            )
+        _check_options({spec.name: getattr(self, spec.name) for spec in OPTION_SPECS})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> NertsOptions:
@@ -191,16 +173,53 @@ class NertsOptions:
         for key in data:
             if key not in known:
                 raise ValueError(f"{key}: unknown Nerts option (known: {', '.join(sorted(known))})")
+        _check_options({**{spec.name: spec.default for spec in OPTION_SPECS}, **data})
         return cls(**dict(data))
 
     def to_dict(self) -> dict[str, Any]:
         """Every option, JSON-ready."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
+    def __reduce__(self) -> tuple[Callable[[dict[str, Any]], NertsOptions], tuple[dict[str, Any]]]:
+        """Pickled and copied through the constructor (a frozen class compiled with mypyc cannot be filled in
+        field by field, as pickle's default does)."""
+        return _options_from, (self.to_dict(),)
+
     @property
     def layouts(self) -> int:
         """Number of packs and layouts: one per seat, one per team with partnerships."""
         return self.players // 2 if self.partnerships else self.players
+
+
+def _check_options(values: Mapping[str, object]) -> None:
+    """Raise ``ValueError`` naming the first bad option of ``values`` (every option's value by name). Values are
+    typed ``object``: :meth:`NertsOptions.from_dict` checks a record's values here before the class is built, as a
+    build compiled with mypyc would refuse a wrong type with its own ``TypeError``."""
+    for spec in OPTION_SPECS:
+        value = values[spec.name]
+        if spec.kind == "bool":
+            if not isinstance(value, bool):
+                raise ValueError(f"{spec.name}: must be true or false, not {value!r}")
+            continue
+        if isinstance(spec.default, str):
+            if not isinstance(value, str) or value not in spec.choices:
+                allowed = " or ".join(repr(c) for c in spec.choices)
+                raise ValueError(f"{spec.name}: must be {allowed}, not {value!r}")
+            continue
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"{spec.name}: must be a whole number, not {value!r}")
+        if spec.choices and value not in spec.choices:
+            allowed = " or ".join(str(c) for c in spec.choices)
+            raise ValueError(f"{spec.name}: must be {allowed}, not {value}")
+        if (
+            spec.minimum is not None
+            and spec.maximum is not None
+            and not spec.minimum <= value <= spec.maximum
+        ):
+            raise ValueError(f"{spec.name}: must be {spec.minimum} to {spec.maximum}, not {value}")
+    players = values["players"]
+    if values["partnerships"] and isinstance(players, int) and (players < 4 or players % 2):
+        raise ValueError(f"partnerships: needs an even number of players, 4 or more (players is {players})")
 
 
 OPTION_SPECS: list[OptionSpec] = [
@@ -212,6 +231,7 @@ OPTION_SPECS: list[OptionSpec] = [
     OptionSpec("nerts_penalty", "int", 2, 0, 5, help="Points lost per card left in a Nerts pile."),
     OptionSpec("nerts_bonus", "int", 0, 0, 20, help="Points for calling Nerts."),
     OptionSpec("target_score", "int", 100, 10, 1000, help="The match ends when someone reaches this."),
+    OptionSpec("hands", "int", 0, 0, 50, help="The match ends after this many hands at the latest (0: no limit)."),
     OptionSpec("jokers", "bool", False, help="Two wild jokers per pack."),
     OptionSpec("auto_nerts", "bool", False, help="Emptying a Nerts pile calls Nerts at once."),
     OptionSpec(
@@ -219,6 +239,13 @@ OPTION_SPECS: list[OptionSpec] = [
     ),
     OptionSpec("in_flight_ms", "int", 150, 0, 1000, help="Moves this late after a call still count."),
     OptionSpec("stall_seconds", "int", 60, 10, 600, help="No progress this long: warn, then rotate."),
+    OptionSpec(
+        "deals",
+        "choice",
+        "fresh",
+        choices=("fresh", "rotated"),
+        help="rotated: each deal is played once from every seat (team) in turn.",
+    ),
 ]
 
 
@@ -312,6 +339,50 @@ def _check_packs(packs: Any, layouts: int, jokers: bool) -> list[list[int]]:
     return out
 
 
+def _options_from(data: dict[str, Any]) -> NertsOptions:
+    return NertsOptions(**data)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Copies and pickles: ``copy.deepcopy`` and ``pickle`` go through each class's ``__reduce__`` (a class compiled
+# with mypyc has no constructor-free ``__new__``): the object is built by its constructor from placeholders, then
+# every attribute is set from the original's.
+
+
+_T = TypeVar("_T")
+
+
+def _attributes(obj: object) -> dict[str, Any]:
+    """Every attribute of ``obj`` by name: a compiled class lists them in ``__mypyc_attrs__``, a plain one in its
+    ``__slots__`` or ``__dict__``."""
+    kind = type(obj)
+    names = getattr(kind, "__mypyc_attrs__", None) or getattr(kind, "__slots__", None) or list(vars(obj))
+    return {name: getattr(obj, name) for name in names if hasattr(obj, name)}
+
+
+def _filled(obj: _T, attributes: dict[str, Any]) -> _T:
+    for name, value in attributes.items():
+        setattr(obj, name, value)
+    return obj
+
+
+def _layout_from(attributes: dict[str, Any]) -> _Layout:
+    return _filled(_Layout(0, [], [], 0, 0), attributes)
+
+
+def _foundation_from(attributes: dict[str, Any]) -> _Foundation:
+    return _filled(_Foundation(0, 0), attributes)
+
+
+def _state_from(options: NertsOptions, attributes: dict[str, Any]) -> NertsState:
+    blank = [[0] * (options.nerts_pile_size + options.work_piles) for _ in range(options.layouts)]
+    return _filled(NertsState(options, blank), attributes)
+
+
+def _match_from(options: NertsOptions, attributes: dict[str, Any]) -> NertsMatch:
+    return _filled(NertsMatch(options), attributes)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The hand
 
@@ -330,6 +401,9 @@ class _Layout:
         self.waste: list[int] = []
         self.stuck = False
 
+    def __reduce__(self) -> tuple[Callable[[dict[str, Any]], _Layout], tuple[dict[str, Any]]]:
+        return _layout_from, (_attributes(self),)
+
 
 class _Foundation:
     """A foundation: its cards (engine ints) with what each stands for (``decl``: rank, for jokers too)."""
@@ -345,6 +419,9 @@ class _Foundation:
         self.top_ms = 0
         self.top_pack = -1
         self.finished = False
+
+    def __reduce__(self) -> tuple[Callable[[dict[str, Any]], _Foundation], tuple[dict[str, Any]]]:
+        return _foundation_from, (_attributes(self),)
 
 
 _WORK_NAMES = [f"work:{j}" for j in range(6)]
@@ -465,6 +542,13 @@ class NertsState:
         self._found_views: list[dict[str, Any]] = []
         self._view: dict[str, Any] | None = None
         self._recent: dict[int, _Foundation] = {}  # foundations by id, the one played on last at the end
+
+    def __reduce__(
+        self,
+    ) -> tuple[Callable[[NertsOptions, dict[str, Any]], NertsState], tuple[NertsOptions, dict[str, Any]]]:
+        """Copied (``copy.deepcopy``) and pickled attribute by attribute, through the constructor: a class
+        compiled with mypyc has no other way to be made (``_attributes``)."""
+        return _state_from, (self.options, _attributes(self))
 
     # -- public queries ------------------------------------------------------------------------------------
 
@@ -613,12 +697,13 @@ class NertsState:
                 if f.top_rank == rank and f.suit == suit and f.top_pack != pack:
                     out.append(_found_action(src, f.fid))
 
-    def legal_actions(self, seat: int, ms: int | None = None) -> list[Action]:
+    def legal_actions(self, seat: object, ms: int | None = None) -> list[Action]:
         """Every action ``seat`` may take now, concrete (``count`` for runs, ``as`` for jokers on foundations).
 
         ``ms`` (default: the last applied time) decides the tie window and the in-flight window. Omitted although
         legal (``apply`` accepts them): moving a whole work pile onto an empty work pile (it changes nothing).
-        Empty once the hand is over or for an unknown seat. A layout's list is kept until that layout, a foundation
+        Empty once the hand is over or for an unknown seat (``seat`` is typed ``object``: anything else is no seat,
+        even in a build compiled with mypyc, which checks declared types). A layout's list is kept until that layout, a foundation
         or the foundations in the tie window change (its moves within the layout until the layout changes), and
         the actions themselves are shared by every list of every hand: treat them as read-only.
         """
@@ -756,18 +841,19 @@ class NertsState:
 
     # -- apply ---------------------------------------------------------------------------------------------
 
-    def apply(self, seat: int | None, action: Mapping[str, Any], ms: int) -> list[Event]:
+    def apply(self, seat: object, action: object, ms: object) -> list[Event]:
         """Apply ``action`` for ``seat`` (``None``: the table) at ``ms`` and return its events.
 
         Raises :class:`~cardtable.engine.IllegalAction` and changes nothing when the action is malformed
         (unknown type or key, unknown pile, ``count`` 0, a ``foundation:ID`` never started...), not allowed
-        now, or ``ms`` is earlier than the last applied action.
+        now, or ``ms`` is earlier than the last applied action. The arguments are typed ``object`` because they are
+        checked here: a wrong type is an ``IllegalAction`` too, not the ``TypeError`` of a compiled build.
         """
         events = self._apply(seat, action, ms)
         self._view = None  # changed: the shared view is built again when next asked for
         return events
 
-    def _apply(self, seat: int | None, action: Mapping[str, Any], ms: int) -> list[Event]:
+    def _apply(self, seat: object, action: object, ms: object) -> list[Event]:
         # a dict first: the ABC check is slow
         if type(action) is not dict and not isinstance(action, Mapping):
             raise IllegalAction("an action is an object with a 'type'", code="action.malformed")
@@ -1473,6 +1559,13 @@ class NertsMatch:
         self._hand: NertsState | None = None
         self._hands_started = 0
 
+    def __reduce__(
+        self,
+    ) -> tuple[Callable[[NertsOptions, dict[str, Any]], NertsMatch], tuple[NertsOptions, dict[str, Any]]]:
+        """Copied and pickled as :class:`NertsState` is (``_attributes``)."""
+        return _match_from, (self.options, _attributes(self))
+        self._cycle_packs: list[list[str]] = []
+
     @property
     def hand(self) -> NertsState | None:
         """The hand in play, or the last one once finished; ``None`` before the first deal."""
@@ -1482,11 +1575,16 @@ class NertsMatch:
         if not isinstance(deal, Mapping):
             raise ValueError("deal: must be an object")
         keys = set(deal)
+        rotation = self._rotation()
         if keys == {"seed"}:
             seed = deal["seed"]
             if not isinstance(seed, int) or isinstance(seed, bool):
                 raise ValueError(f"deal.seed: must be a whole number, not {seed!r}")
-            packs: Any = seed_packs(seed, self.options.layouts, self.options.jokers)
+            packs: Any = (
+                rotation[1]
+                if rotation is not None
+                else seed_packs(seed, self.options.layouts, self.options.jokers)
+            )
         elif keys == {"packs"}:
             packs = deal["packs"]
         else:
@@ -1494,14 +1592,49 @@ class NertsMatch:
             if extra:
                 raise ValueError(f"deal.{extra[0]}: unknown field in a Nerts deal")
             raise ValueError("deal: needs either 'seed' or 'packs' (one of them)")
-        return _check_packs(packs, self.options.layouts, self.options.jokers)
+        cards = _check_packs(packs, self.options.layouts, self.options.jokers)
+        if rotation is not None:
+            k, expected = rotation
+            n = self.options.layouts
+            number = self._hands_started
+            for p, pack in enumerate(cards):
+                if [CODE[c] for c in pack] != expected[p]:
+                    raise ValueError(
+                        f"deal.packs[{p}]: hand {number + 1} of rotated deals must repeat pack {(p - k) % n} of hand "
+                        f"{number - k + 1} here, card for card (each hand moves the deal on one seat)"
+                    )
+        return cards
+
+    def deal_cycle(self, hand: int) -> int | None:
+        """With ``deals: "rotated"``, the deal (cycle of one hand per pack: per seat, per team with partnerships;
+        from 0) that hand ``hand`` (from 0) plays; ``None`` with fresh deals (rules: "Rotated deals").
+
+        >>> NertsMatch({"players": 4, "partnerships": True, "deals": "rotated"}).deal_cycle(5)
+        2
+        """
+        return hand // self.options.layouts if self.options.deals == "rotated" else None
+
+    def _rotation(self) -> tuple[int, list[list[str]]] | None:
+        """For a rotated hand after a cycle's first, ``(k, packs)``: the cycle's first packs moved ``k`` seats
+        (teams) on, pack ``p`` going to ``(p + k) % layouts``; ``None`` when the next hand is dealt fresh."""
+        n = self.options.layouts
+        k = self._hands_started % n
+        if self.options.deals != "rotated" or k == 0 or not self._cycle_packs:
+            return None
+        return k, [self._cycle_packs[(p - k) % n][:] for p in range(n)]
 
     def check_deal(self, deal: Mapping[str, Any]) -> None:
-        """Raise ``ValueError`` naming the field (``"deal.packs[1]: missing 7H"``) when ``deal`` is bad."""
+        """Raise ``ValueError`` naming the field (``"deal.packs[1]: missing 7H"``) when ``deal`` is bad; with
+        ``deals: "rotated"``, also when a hand after a cycle's first is not that hand's packs moved on, pack ``p``
+        dealt as pack ``(p - k) % layouts`` was, card for card (rules: "Rotated deals"; a seed is then ignored)."""
         self._packs(deal)
 
     def deal_cards(self, seed: int) -> dict[str, Any]:
-        """``{"packs": [[codes]]}`` shuffled from ``seed`` (see the module docstring for how)."""
+        """``{"packs": [[codes]]}`` shuffled from ``seed`` (see the module docstring for how); with ``deals:
+        "rotated"``, a hand after a cycle's first is that hand's packs moved on and ``seed`` is not used."""
+        rotation = self._rotation()
+        if rotation is not None:
+            return {"packs": rotation[1]}
         return {"packs": seed_packs(seed, self.options.layouts, self.options.jokers)}
 
     def start_hand(self, deal: Mapping[str, Any]) -> NertsState:
@@ -1511,6 +1644,8 @@ class NertsMatch:
         if self._hand is not None and len(self.results) < self._hands_started:
             raise ValueError("the current hand has not been finished")
         packs = self._packs(deal)
+        if self.options.deals == "rotated" and self._hands_started % self.options.layouts == 0:
+            self._cycle_packs = [[CODE[c] for c in pack] for pack in packs]
         self._hand = NertsState(self.options, packs)
         self._hands_started += 1
         return self._hand
@@ -1533,21 +1668,24 @@ class NertsMatch:
 
     @property
     def is_over(self) -> bool:
-        """True when, after a scored hand, some seat/team has ``target_score`` and the highest total is unique."""
+        """True when, after a scored hand, some seat/team has ``target_score`` and the highest total is unique, or
+        the match has played its ``hands`` (rules: "Scoring")."""
         return self.winners() is not None
 
     def winners(self) -> list[int] | None:
-        """The winning seats (both partners of a winning team), or ``None`` while the match goes on."""
+        """The winning seats (both partners of a winning team; every seat or team sharing the top total when the
+        ``hands`` limit ends the match on a tie), or ``None`` while the match goes on (rules: "Scoring")."""
         if not self.results:
             return None
         teams = self._team_totals()
         best = max(teams)
-        if best < self.options.target_score or teams.count(best) > 1:
+        last_hand = 0 < self.options.hands <= len(self.results)
+        if not last_hand and (best < self.options.target_score or teams.count(best) > 1):
             return None
-        team = teams.index(best)
+        top = [team for team, total in enumerate(teams) if total == best]
         if self.options.partnerships:
-            return [team, team + self.options.layouts]
-        return [team]
+            return sorted(top + [team + self.options.layouts for team in top])
+        return top
 
 
 def new_match(options: Mapping[str, Any]) -> NertsMatch:
