@@ -10,6 +10,9 @@ Three figures, each measured in this run, interleaved in short rounds so that a 
 
 Usage: ``python bench/anemone_engine.py [--seconds 3] [--rounds 6]``. To compare two versions of the engine
 in the same conditions, run it twice in a row with ``PYTHONPATH`` pointing at each version's ``src``.
+The first line names the build of the engines measured (``cardtable.build.engines()``: the editable install is pure
+Python; for the compiled build, as ``scripts/serve`` installs it: ``scripts/setup --compiled-copy build/compiled``,
+then run with ``PYTHONPATH=build/compiled``; docs/architecture.md, "Builds").
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import statistics
 import time
 from collections.abc import Callable
 
+from cardtable.build import engines
 from cardtable.games.anemone import AnemoneMatch, AnemoneOptions, game_cards
 
 GOAL = 0.5
@@ -81,11 +85,12 @@ def main() -> None:
     api = statistics.median(apis)
     fast_ratio = statistics.median(f / b for f, b in zip(fasts, bases, strict=True))
     api_ratio = statistics.median(a / b for a, b in zip(apis, bases, strict=True))
+    print(f"engines: {engines()} (cardtable.build; docs/architecture.md, 'Builds')")
     print(f"baseline (shuffle and deal 4x10): {base:,.0f} per CPU second")
     print(f"random playouts of 4-seat hands:  {fast:,.0f} per CPU second ({fast_ratio:.3f} x baseline)")
     print(f"public API hands (legal_actions/apply): {api:,.0f} per CPU second ({api_ratio:.3f} x baseline)")
     verdict = "met" if fast_ratio >= GOAL else "NOT met"
-    print(f"goal: random playouts >= {GOAL} x baseline: {verdict} ({fast_ratio:.3f} x)")
+    print(f"goal: random playouts >= {GOAL} x baseline: {verdict} ({fast_ratio:.3f} x; {engines()})")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,9 @@ extra);
   engine's ``AnemoneState.moves``/``copy``/``playout``, and a card-by-card deal); then the rate at each position
   and issue 28's goal line (>= 30,000 simulations per CPU second at every position, first moves of a hand
   included). To compare two versions of the search in the same conditions, run ``--games 0`` twice in a row with
-  ``PYTHONPATH`` pointing at each version's ``src``.
+  ``PYTHONPATH`` pointing at each version's ``src``. The speed lines name the build of the engines measured
+  (``cardtable.build.engines()``; compiled: ``scripts/setup --compiled-copy build/compiled``, then
+  ``PYTHONPATH=build/compiled``; docs/architecture.md, "Builds").
 - OpenSpiel's bot alone (``--openspiel-positions``): CPU milliseconds per move on our game and on
   :class:`PlainGame` (the game without its shortcuts and caches) from the same positions, the ratio, and whether
   both chose the same moves with the same root visit counts (a digest, to compare versions of the game too).
@@ -61,6 +63,7 @@ import pyspiel
 
 import cardtable.openspiel as cos
 from cardtable.bots.ismcts import LEVELS, Budget, Determinizer, IsmctsBot, Move, _Node, search
+from cardtable.build import engines
 from cardtable.engine import View
 from cardtable.envs.anemone_encoding import action_index
 from cardtable.games.anemone import CODE, AnemoneMatch, AnemoneOptions, AnemoneState
@@ -146,7 +149,11 @@ def budget_options(text: str) -> dict[str, Any]:
             raise ValueError(f"--ours-options: no such search option {name!r}")
         kind = fields[name].type
         out[name] = (
-            bool(int(value)) if kind in ("bool", bool) else int(value) if kind in ("int", int) else float(value)
+            bool(int(value))
+            if kind in ("bool", bool)
+            else int(value)
+            if kind in ("int", int)
+            else float(value)
         )
     return out
 
@@ -291,6 +298,7 @@ def speed(positions: int, seed: int, simulations: int = 4000) -> None:
         rates["share"].append((time.process_time() - cpu) / (time.perf_counter() - wall))
     gc.enable()
     fast, engine = statistics.mean(rates["fast"]), statistics.mean(rates["engine"])
+    print(f"engines: {engines()} (cardtable.build; docs/architecture.md, 'Builds')", flush=True)
     print(
         f"speed, {positions} four-seat positions, {simulations} simulations each: {fast:,.0f} simulations per "
         f"CPU second (min {min(rates['fast']):,.0f}; first move of a hand {statistics.mean(rates['first']):,.0f}); "
@@ -311,7 +319,7 @@ def speed(positions: int, seed: int, simulations: int = 4000) -> None:
     verdict = "met" if worst >= SPEED_GOAL else "NOT met"
     print(
         f"goal: >= {SPEED_GOAL:,} simulations per CPU second at every position: {verdict} "
-        f"(worst {worst:,.0f}, {worst / SPEED_GOAL:.2f} x the goal; mean {fast / SPEED_GOAL:.2f} x)",
+        f"(worst {worst:,.0f}, {worst / SPEED_GOAL:.2f} x the goal; mean {fast / SPEED_GOAL:.2f} x; {engines()})",
         flush=True,
     )
 
@@ -428,7 +436,9 @@ def openspiel_tree(hands: int, seed: int, simulations: int) -> None:
             if moves % 4 == 0 and len(legal) > 1:
                 bot = cos.ismcts_bot(game, simulations, seed=seed + hand)
                 bot.run_search(state.clone())
-                again = sum(1 for node in bot._nodes.values() if node is not bot._root_node and node.total_visits > 0)
+                again = sum(
+                    1 for node in bot._nodes.values() if node is not bot._root_node and node.total_visits > 0
+                )
                 row = totals.setdefault(moves, [0, 0, 0])
                 row[0] += 1
                 row[1] += len(bot._nodes)
@@ -578,7 +588,14 @@ def main() -> None:
             for g in range(args.from_game, args.games)
             if _key(
                 task := Task(
-                    setting, simulations, g, args.seed, args.rounds, args.uct_c, args.rollouts, args.ours_options
+                    setting,
+                    simulations,
+                    g,
+                    args.seed,
+                    args.rounds,
+                    args.uct_c,
+                    args.rollouts,
+                    args.ours_options,
                 )
             )
             not in seen

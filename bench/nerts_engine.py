@@ -12,6 +12,9 @@ baselines is the figure to compare between machines and runs.
 
 To compare with another version of the engine, run this same file with ``PYTHONPATH`` pointing at that version's
 ``src`` (the bench uses only the public API), e.g. a copy of the engine before a change.
+The first line names the build of the engines measured (``cardtable.build.engines()``: the editable install is pure
+Python; for the compiled build, as ``scripts/serve`` installs it: ``scripts/setup --compiled-copy build/compiled``,
+then run with ``PYTHONPATH=build/compiled``; docs/architecture.md, "Builds").
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import time
 from typing import Any
 
 from cardtable.bots.nerts import GreedyBot
+from cardtable.build import engines
 from cardtable.games.nerts import NertsMatch, NertsOptions, NertsState
 from cardtable.sim.nerts import play_hand
 
@@ -33,6 +37,7 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=3, help="headline passes; the best one is reported")
     args = parser.parse_args()
     options = NertsOptions(players=4)
+    print(f"engines: {engines()} (cardtable.build; docs/architecture.md, 'Builds')")
 
     # 1. headline: whole hands, deal to end, through the simulator (bots, views, legal actions, apply), in CPU
     # seconds of this process (one core), the best of a few passes
@@ -54,7 +59,7 @@ def main() -> None:
     per_second = args.hands / elapsed
     print(
         f"hands: {args.hands} four-seat greedy hands in {elapsed:.3f} CPU s ({wall:.3f} s wall) "
-        f"= {per_second:.1f} hands/s on one core"
+        f"= {per_second:.1f} hands/s on one core ({engines()})"
     )
     print(f"actions: {actions / args.hands:.0f} per hand, {actions / elapsed:.0f} applied per second")
 
@@ -154,7 +159,7 @@ def main() -> None:
     goal = 1000.0
     verdict = "met" if per_second >= goal else f"NOT met ({goal / per_second:.1f}x short)"
     print(
-        f"goal (issue 28): >= {goal:,.0f} hands/s per core: {per_second:.1f} hands/s, {verdict}; "
+        f"goal (issue 28): >= {goal:,.0f} hands/s per core: {per_second:.1f} hands/s ({engines()}), {verdict}; "
         f"at this machine's speed the goal is one hand in {1e6 / goal / copy_us:.1f} x deepcopy"
     )
 

@@ -28,6 +28,7 @@ from cardtable.bots.ismcts import (
     search,
     sensible_moves,
 )
+from cardtable.build import COMPILED, engines
 from cardtable.games.anemone import (
     CODE,
     SUIT_OF,
@@ -65,6 +66,15 @@ def test_registered_specs() -> None:
     assert get_bot("anemone", "ismcts").spec == "ismcts:medium"
 
 
+# These tests count the search's deals by patching the engine's methods: a build compiled with mypyc calls them
+# directly, past any patch. They check the pure-Python build (scripts/test runs the engine tests on both builds;
+# tests/test_anemone_equivalence.py holds the compiled search to the same moves and visit counts).
+PATCHES_THE_ENGINE = pytest.mark.skipif(
+    engines() == COMPILED, reason="patches engine methods, which the compiled build calls directly"
+)
+
+
+@PATCHES_THE_ENGINE
 def test_paired_halving_deals_one_determinization_per_pass(monkeypatch: pytest.MonkeyPatch) -> None:
     """With ``paired``, the root moves of one pass are played out on the same hidden cards: the search deals one
     determinization per pass over the surviving moves (passes of 10, 5, 3 and 2 moves over the four rounds, then
@@ -250,6 +260,7 @@ def test_a_self_determinize_share_outside_0_to_1_is_refused(share: float) -> Non
         Budget(100, 1.0, self_determinize=share)
 
 
+@PATCHES_THE_ENGINE
 def test_imagined_deals_update_only_the_other_seats_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
     """With ``self_determinize``, some simulations deal the searching seat's own hand at random too; they walk
     the tree without touching the seat's own nodes, so the root moves' visits count only the other
