@@ -14,8 +14,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from cardtable import records
+from cardtable import __version__, records
+from cardtable.build import engines
 from cardtable.replay import IllegalRecordAction, ReplayResult, fold
+from cardtable.review import review_record
 from cardtable.serve_options import given, with_setting_options
 from cardtable.sim.runner import LOCAL, RayMissing, ray_cluster
 
@@ -56,6 +58,27 @@ app.add_typer(simulate_app, name="simulate")
 console = Console()
 
 
+def _version(show: bool) -> None:
+    if show:
+        typer.echo(f"cardtable {__version__}; engines: {engines()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_version,
+            is_eager=True,
+            help="Print the version and how the engines run (compiled with mypyc, or pure Python), then exit.",
+        ),
+    ] = False,
+) -> None:
+    """cardtable: Nerts and Enemy Anemone, with friends and bots."""
+
+
 @app.command()
 @with_setting_options
 def serve(
@@ -85,19 +108,26 @@ def serve(
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(2) from None
     shown = f"[{host}]" if ":" in host else host
+    console.print(f"cardtable {__version__}; engines: {engines()}")
     console.print(f"cardtable: open [bold]http://{shown}:{port}/[/bold] in your browser (Ctrl+C stops the server)")
     run_server(host=host, port=port, db=db, redis=redis, settings=values)
 
 
 def _print_result(result: ReplayResult, seats: list[records.Seat]) -> None:
+    rotated = any(hand.deal is not None for hand in result.hands)  # rotated deals: a deal column groups the hands
     table = Table(title="Hands")
     table.add_column("hand", justify="right")
+    if rotated:
+        table.add_column("deal", justify="right")
     for seat in seats:
         table.add_column(seat.name, justify="right")
     table.add_column("ended")
     for number, hand in enumerate(result.hands):
-        table.add_row(str(number), *(str(s) for s in hand.scores), hand.ended or "in progress")
-    table.add_row("total", *(str(t) for t in result.totals), "", style="bold")
+        deal = [str(hand.deal)] if rotated else []
+        table.add_row(str(number), *deal, *(str(s) for s in hand.scores), hand.ended or "in progress",
+                      end_section=rotated and number + 1 < len(result.hands)
+                      and result.hands[number + 1].deal != hand.deal)
+    table.add_row("total", *([""] if rotated else []), *(str(t) for t in result.totals), "", style="bold")
     console.print(table)
     if result.anemones is not None:
         console.print("anemones: " + ", ".join(f"{seat.name} {faces}" for seat, faces in zip(seats, result.anemones, strict=True)))
@@ -126,6 +156,41 @@ def replay(
         typer.echo(json.dumps(result.to_dict()))
     else:
         _print_result(result, record.seats)
+
+
+@app.command()
+def review(
+    file: Annotated[Path, typer.Argument(help="A cardtable/1 record (JSON) of a finished match.")],
+    seat: Annotated[int, typer.Option("--seat", min=0, help="The seat reviewed, from 0.")],
+    seed: Annotated[int, typer.Option(help="Seed of the Enemy Anemone searches.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the review as one JSON object.")] = False,
+) -> None:
+    """Review a seat's play (issue 30, cardtable.review): Enemy Anemone decisions searched from the seat's view
+    (points lost against the search's card, marked from 0.5), Nerts missed plays. Exit 1 for a record that cannot be
+    read or a seat it does not have, 2 at an illegal action."""
+    try:
+        result = review_record(records.load(file), seat, seed)
+    except IllegalRecordAction as error:
+        typer.echo(f"illegal: {error}", err=True)
+        raise typer.Exit(2) from None
+    except ValueError as error:  # a RecordError too
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1) from None
+    if as_json:
+        typer.echo(json.dumps(result))
+        return
+    summary = result["summary"]
+    if result["game"] == "anemone":
+        for entry in result["decisions"]:
+            mark = f"  <- {entry['best']} (loses {entry['loss']:.2f})" if entry["marked"] else ""
+            typer.echo(f"hand {entry['hand']} action {entry['index']}: {entry['played']}{mark}")
+        typer.echo(f"{summary['decisions']} decisions, {summary['average_loss']:.3f} points lost per decision")
+    else:
+        for miss in result["missed"]:
+            typer.echo(f"hand {miss['hand']} action {miss['index']} at {miss['ms']} ms: {miss['card']} "
+                       f"({miss['kind']}) waited {miss['waited_ms']} ms")
+        typer.echo(f"{summary['missed']} missed, {summary['stuck_ms']} ms with no move, "
+                   f"{summary['cards_left']} cards left")
 
 
 RayOption = Annotated[

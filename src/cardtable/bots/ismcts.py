@@ -651,11 +651,21 @@ class _Halving:
         return max(self.survivors, key=self._mean)
 
 
-def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[Move, int]]:
+def search(
+    view: View,
+    budget: Budget,
+    rng: random.Random,
+    include: Move | None = None,
+    root_points: dict[Move, list[float]] | None = None,
+) -> tuple[Move, dict[Move, int]]:
     """Run SO-ISMCTS from ``view`` (the seat to act's own view) within ``budget``.
 
     Returns the most visited root move and the visit count of every root move. The moves at a node are
     :meth:`AnemoneState.moves`'s (computed inline, in its order), made with :meth:`AnemoneState.step`.
+    ``include``: a move (legal at the root) searched at the root even when ``prune_spends`` leaves it out.
+    ``root_points``: filled with ``[points, simulations]`` per root move: the searching seat's points at the
+    playouts' ends (rules page, "End of a hand"), summed over the simulations through that move
+    (:func:`root_statistics`).
     """
     started = time.perf_counter()
     seat = int(view["seat"])
@@ -664,6 +674,8 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
     base = AnemoneState.from_view(view, [[CODE[c] for c in h] for h in hands], [CODE[c] for c in deck])
     moves_of = sensible_moves if budget.prune_spends else fast_moves
     root_moves = moves_of(base)
+    if include is not None and include not in root_moves:
+        root_moves = [*root_moves, include]
     last_hand = view.get("round") is not None and view.get("round") == view.get("rounds")
     anemone_weight = 0.1 if last_hand else 0.5
     deciding = view.get("rounds") in (None, 1)
@@ -816,12 +828,61 @@ def search(view: View, budget: Budget, rng: random.Random) -> tuple[Move, dict[M
                 walk.visits += 1
                 walk.reward += rewards[walk.seat]
             walk = walk.parent
+        if root_points is not None and not imagining:
+            first: _Node = node
+            while first.parent is not None and first.parent is not root:
+                first = first.parent
+            if first.move is not None:
+                tally = root_points.setdefault(first.move, [0.0, 0.0])
+                tally[0] += state.points[seat]
+                tally[1] += 1.0
     root_visits = {m: ch.visits for m, ch in root.children.items()}
     if halving is not None:
         return halving.best(), root_visits
     best_move = max(root.children.values(), key=lambda ch: (ch.visits, ch.reward)).move
     assert best_move is not None
     return best_move, root_visits
+
+
+@dataclass(frozen=True, slots=True)
+class RootStat:
+    """One root move of a search and what the search learned of it."""
+
+    move: Move
+    """The move (:data:`Move`)."""
+    visits: int
+    """Simulations through it."""
+    mean_points: float
+    """The searching seat's mean points for the hand at the end of those simulations (rules page, "End of a
+    hand": 1 per card in its score pile, 1 more per 3, 5 and 8); 0.0 with no visit."""
+
+
+def root_statistics(
+    view: View, budget: Budget, rng: random.Random, include: Move | None = None
+) -> tuple[Move, list[RootStat]]:
+    """Search from ``view`` as :func:`search` does; the move it prefers and every root move's :class:`RootStat`
+    (in the order first visited). ``include`` as for :func:`search`. With a budget whose ``seconds`` cannot run
+    out (``math.inf``), the result depends only on ``view``, ``budget`` and ``rng``'s state."""
+    tallies: dict[Move, list[float]] = {}
+    best, visits = search(view, budget, rng, include, tallies)
+    stats: list[RootStat] = []
+    for move, count in visits.items():
+        tally = tallies.get(move)
+        mean = tally[0] / tally[1] if tally is not None and tally[1] else 0.0
+        stats.append(RootStat(move, count, mean))
+    return best, stats
+
+
+def action_to_move(action: Action) -> Move:
+    """The engine move of a record action (``play`` with its anemone faces, or ``discard``); ``ValueError`` for
+    another action or an unknown card."""
+    kind = action.get("type")
+    card = card_number(str(action.get("card")))
+    if kind == "play":
+        return (True, card, tuple(sorted(int(face) for face in action.get("anemones") or [])))
+    if kind == "discard":
+        return (False, card, ())
+    raise ValueError(f"not a play or a discard: {action!r}")
 
 
 def move_to_action(move: Move) -> Action:
