@@ -67,8 +67,11 @@ import httpx
 import msgspec
 from picows import WSCloseCode, WSError, WSFrame, WSListener, WSMsgType, WSTransport, ws_connect
 
+from cardtable import records
 from cardtable.server.core.loop_lag import LagHistogram
 from cardtable.server.edge.app import GC_THRESHOLDS
+from cardtable.server.storage.rows import SeatRow, TableRow
+from cardtable.server.storage.store import Store
 from machine import cpu_seconds, cpu_speed_ms, free_port, parent_pid, stop
 
 ECHO_SERVER = """
@@ -479,6 +482,48 @@ async def open_tables(base: str, count: int, first: int = 0) -> list[tuple[str, 
     return tables
 
 
+REVIEW_RECORD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "records", "anemone",
+                             "4p-full-match-random-leader.ok.json")
+"""The finished 4-round Enemy Anemone match stored again and again for ``--reviews`` (29 searches per seat)."""
+
+
+async def store_finished(db: str, count: int) -> list[str]:
+    """Store ``count`` finished copies of :data:`REVIEW_RECORD` in ``db`` (before the server starts); their ids."""
+    record = records.load(REVIEW_RECORD)
+    store = await Store.open(db)
+    ids = [f"review{i}" for i in range(count)]
+    try:
+        for i, tid in enumerate(ids):
+            await store.insert_table(TableRow(
+                id=tid, game="anemone", options=record.options, status="finished", seed=i, grace_seconds=30.0,
+                created="2026-01-01T00:00:00Z",
+                seats=[SeatRow(s, "person", seat.name) for s, seat in enumerate(record.seats)]))
+            for h, hand in enumerate(record.hands):
+                await store.insert_hand(tid, h, hand.deal)
+                await store.insert_actions(tid, h, [(j, a.seat, a.ms, a.action) for j, a in enumerate(hand.actions)])
+            await store.update_status(tid, "finished", finished="2026-01-01T01:00:00Z", hands_played=4)
+    finally:
+        await store.close()
+    return ids
+
+
+async def keep_reviews(base: str, ids: list[str], running: int, clock: Clock, done: Counter[str]) -> None:
+    """Keep ``running`` reviews asked for and not ready (``GET /api/tables/{id}/review``, each seat of ``ids`` in
+    turn) until the clock's end; counts the ``ready`` ones in ``done``."""
+    todo = [(tid, seat) for tid in ids for seat in range(4)]
+    asked: list[tuple[str, int]] = []
+    async with httpx.AsyncClient(base_url=base, timeout=60) as http:
+        while time.monotonic() < clock.end:
+            while len(asked) < running and todo:
+                asked.append(todo.pop(0))
+            for tid, seat in list(asked):
+                body = (await http.get(f"/api/tables/{tid}/review", params={"seat": seat})).json()
+                if body.get("status") == "ready":
+                    asked.remove((tid, seat))
+                    done["ready"] += 1
+            await asyncio.sleep(0.5)
+
+
 async def run(args: argparse.Namespace) -> None:
     tables_n = min(args.tables, 500)
     duration = min(args.duration, 120.0)
@@ -486,6 +531,7 @@ async def run(args: argparse.Namespace) -> None:
     tmp = tempfile.mkdtemp(prefix="cardtable-bench-")
     port, echo_port, durable_port = free_port(), free_port(), free_port()
     env = dict(os.environ, **BENCH_ENV)
+    review_ids = await store_finished(f"sqlite+aiosqlite:///{tmp}/bench.db", args.reviews * 2) if args.reviews else []
     server = subprocess.Popen(
         [sys.executable, *profiled(args.profile, "server"), "cardtable", "serve", "--port", str(port),
          "--db", f"sqlite+aiosqlite:///{tmp}/bench.db"], env=env)
@@ -520,6 +566,18 @@ async def run(args: argparse.Namespace) -> None:
         print(cpu_per_ack(cpu.get("server", 0.0), stats, duration))
         print(server_lag_line(server_lag))
         print(lag_line(lags))
+        if args.reviews:  # the same tables again, with reviews running in the bot pool at low priority
+            stats, clock, done, lag_reviews = Stats(), Clock(args.warmup, duration), Counter[str](), {}
+            await asyncio.gather(
+                keep_reviews(f"http://127.0.0.1:{port}", review_ids, args.reviews, clock, done),
+                measure_server_lag(port, clock, lag_reviews),
+                measure_cpu({"server": server.pid}, clock, cpu_reviews := {}),
+                *(table_client(port, tid, token, args.rate, clock, stats, random.Random(rng.random()))
+                  for tid, tokens in tables for token in tokens))
+            with_reviews = summary(f"cardtable server, {args.reviews} reviews running", stats, duration)
+            print(f"   {server_lag_line(lag_reviews)}; server CPU {cpu_reviews.get('server', 0):.2f} cores")
+            print(f"   reviews ready in the window: {done['ready']}; p99 with/without reviews: "
+                  f"{with_reviews['p99'] / server_figures['p99']:.2f}")
 
         echoes: dict[str, dict[str, float]] = {}
         for name, echo_at in (("bare echo server", echo_port), ("durable echo server (SQLite, the store's own "
@@ -894,6 +952,9 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=3.0, help="seconds before measuring")
     parser.add_argument("--echo-size", type=int, default=60, help="padding of each echo message, in characters")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--reviews", type=int, default=0,
+                        help="one process: measure again while this many reviews of finished 4-round Enemy Anemone "
+                             "matches are kept running (GET /api/tables/{id}/review), and print the p99 ratio")
     parser.add_argument("--processes", type=int, default=1,
                         help="2 or more: compare SQLite, PostgreSQL and this many processes on PostgreSQL + Redis")
     parser.add_argument("--db", default=None, help="PostgreSQL URL for --processes (emptied; default: a private one)")

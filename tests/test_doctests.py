@@ -19,9 +19,14 @@ MODULES = [
     "cardtable.sim.nerts",
     "cardtable.games.anemone",
     "cardtable.bots.anemone",
+    "cardtable.review.anemone",
     "cardtable.engine",
     "cardtable.refusals",
     "cardtable.cli",
+    "cardtable.server.core.clock",
+    "cardtable.server.table.bots",
+    "cardtable.server.lobby.daily",
+    "cardtable.server.lobby.daily_standings",
     "cardtable.server.lobby.play_now",
 ]
 

@@ -36,7 +36,9 @@ class BotInfo:
 
     ``spec`` names it (``"greedy:easy"``); ``reaction_ms`` is its human pace in Nerts (milliseconds between its
     actions at a table, 0 where turns set the pace); ``pooled`` means it searches and the server runs it in a
-    process pool; ``make(seed)`` builds one.
+    process pool; ``make(seed)`` builds one. ``make_fixed(seed)``, for a bot whose search stops at a wall-clock cap
+    too, builds the same bot with its number of simulations only (no cap), so that its choice depends on nothing but
+    the seed and the position, however busy the machine (the daily deal's bots); ``None`` when ``make`` already does.
     """
 
     spec: str
@@ -45,6 +47,7 @@ class BotInfo:
     make: Callable[[int], Bot]
     reaction_ms: int = 0
     pooled: bool = False
+    make_fixed: Callable[[int], Bot] | None = None
 
 
 _REGISTRY: dict[str, dict[str, BotInfo]] = {}
@@ -79,6 +82,9 @@ def make_bot(game: str, spec: str, seed: int) -> Bot:
     return get_bot(game, spec).make(seed)
 
 
-def run_bot(game: str, spec: str, seed: int, view: View, legal: Sequence[Action]) -> Action | None:
-    """One choice by a fresh bot: a picklable entry point for a process pool."""
-    return make_bot(game, spec, seed).choose(view, legal)
+def run_bot(game: str, spec: str, seed: int, view: View, legal: Sequence[Action], fixed: bool = False) -> Action | None:
+    """One choice by a fresh bot: a picklable entry point for a process pool. ``fixed``: the bot's fixed-budget form
+    (``BotInfo.make_fixed``, when it has one), whose choice follows from ``seed``, ``view`` and ``legal`` alone."""
+    info = get_bot(game, spec)
+    make = info.make_fixed if fixed and info.make_fixed is not None else info.make
+    return make(seed).choose(view, legal)

@@ -14,11 +14,13 @@ True
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Sequence
 from typing import Any
 
 from cardtable.bots import BotInfo, register
-from cardtable.bots.ismcts import LEVELS, IsmctsBot, position_rng
+from cardtable.bots.ismcts import LEVELS, Budget, IsmctsBot, position_rng
 from cardtable.engine import Action, View
 from cardtable.games.anemone import POINTS_OF, RANK_OF, SUIT_OF, card_number, game_cards
 
@@ -152,6 +154,9 @@ def _register_ismcts() -> None:
         def make(seed: int, level: str = level) -> Any:
             return IsmctsBot(seed, level)
 
+        def make_fixed(seed: int, budget: Budget = budget) -> Any:
+            return IsmctsBot(seed, dataclasses.replace(budget, seconds=math.inf))
+
         register(
             BotInfo(
                 f"ismcts:{level}",
@@ -160,6 +165,7 @@ def _register_ismcts() -> None:
                 f"{budget.seconds:g} s per move.",
                 make,
                 pooled=True,
+                make_fixed=make_fixed,
             )
         )
 

@@ -119,6 +119,13 @@ class Settings:
     finished_table_keep_s: float = 600.0
     """Seconds a finished table stays in memory (its connections watching the end) before it is let go; its
     record stays in the database and is served by the record and replay routes."""
+    daily_secret: str = ""
+    """The secret the daily deals and their bots' choices are drawn from, with the date (``server/lobby/daily.py``):
+    nobody without it can compute a day's deal. ``""`` (the default): a random one made the first time and kept in
+    the database (the server key ``daily``), the same for every process."""
+    review_simulations: int = 10_000
+    """Simulations the search runs for each Enemy Anemone decision it reviews (``server/table/reviews.py``; more
+    than ``ismcts:hard``'s). Fewer make reviews cheaper and rougher (a small machine, tests); at least 100."""
     loop_lag_interval_ms: float = 0.0
     """Milliseconds between the timers of the event-loop lag monitor (``server/core/loop_lag.py``): how late each
     fires is counted, served at ``GET /api/loop-lag`` and logged when the server stops. 0 (the default): off, and
@@ -175,6 +182,8 @@ HELP = {
     "join_burst": "Joins a client address may make at once.",
     "max_seats_per_address": "Seats one client address may hold at tables open or in play (409 beyond).",
     "finished_table_keep_s": "Seconds a finished table stays in memory before it is let go (its record stays).",
+    "daily_secret": "Secret the daily deals are drawn from (with the date); empty: one made once and stored.",
+    "review_simulations": "Simulations per reviewed Enemy Anemone decision (at least 100).",
     "loop_lag_interval_ms": "Milliseconds between the event-loop lag monitor's timers (GET /api/loop-lag); 0: off.",
 }
 """One line of help per setting, for ``cardtable serve --help``."""

@@ -28,14 +28,17 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from cardtable.server.cluster.member import Cluster
 from cardtable.server.cluster.ownership import ClusterSettings
 from cardtable.server.core.addresses import trusted_networks
+from cardtable.server.core.clock import Clock
 from cardtable.server.core.errors import TableError, describe_validation_errors, error_body
 from cardtable.server.core.limits import FAILURE_WINDOW_S, SharedMovingWindows, TokenBuckets
 from cardtable.server.core.loop_lag import LoopLagMonitor
 from cardtable.server.core.settings import Settings, settings_from_env
 from cardtable.server.edge.guard import BodyGuard, SecurityHeaders, guarded_h11
-from cardtable.server.edge.routes import router
+from cardtable.server.edge.routes import READ, router
 from cardtable.server.edge.ws import serve_connection, table_socket
 from cardtable.server.edge.ws_protocol import BurstWebSockets
+from cardtable.server.lobby import daily_routes
+from cardtable.server.lobby import reviews as review_routes
 from cardtable.server.lobby.manager import Manager
 from cardtable.server.players import accounts
 from cardtable.server.players import leaderboards as players
@@ -76,6 +79,7 @@ def create_app(db: str | None = None, settings: Settings | None = None, redis: s
         await restore_seat_accounts(store, manager.tables)
         app.state.store = store
         app.state.manager = manager
+        review_routes.serve_reviews(store, settings.review_simulations)  # each person's seat reviewed at its match's end
         lag = LoopLagMonitor(settings.loop_lag_interval_ms / 1000.0) if settings.loop_lag_interval_ms > 0 else None
         if lag is not None:  # GET /api/loop-lag serves it; one line in the log at the end
             lag.start()
@@ -86,6 +90,7 @@ def create_app(db: str | None = None, settings: Settings | None = None, redis: s
             if lag is not None:
                 lag.stop()
                 log.info("event loop lag over the run: %s", lag.histogram.summary())
+            await review_routes.stop_reviews(store)
             await manager.close()
             if cluster is not None:
                 await cluster.close()
@@ -94,6 +99,7 @@ def create_app(db: str | None = None, settings: Settings | None = None, redis: s
 
     app = FastAPI(title="cardtable", lifespan=lifespan)
     app.state.settings = settings
+    app.state.clock = Clock()  # the day, for the daily deal (tests move it)
     app.state.lobby_reads = TokenBuckets(settings.lobby_reads_per_second, settings.lobby_read_burst)
 
     @app.exception_handler(TableError)
@@ -131,6 +137,8 @@ def create_app(db: str | None = None, settings: Settings | None = None, redis: s
     app.include_router(router)
     app.include_router(accounts.router)
     app.include_router(players.router)
+    app.include_router(daily_routes.router)
+    app.include_router(review_routes.router, dependencies=READ)
     app.add_exception_handler(AccountError, account_error)
     app.add_api_websocket_route("/ws/tables/{table_id}", table_socket)
     if STATIC.is_dir():

@@ -1,1 +1,1 @@
-"""The tables of this process: registry, seating, Play now, autostart, listings."""
+"""The tables of this process: registry, seating, Play now, autostart, listings, the daily deal."""

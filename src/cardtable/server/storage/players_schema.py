@@ -107,6 +107,20 @@ match_seats = Table(
     Index("ix_match_seats_account_finished", "account_id", "finished"),
 )
 
+daily_results = Table(  # the daily deal's attempts (daily_0001; server/lobby/daily.py): one per account, game and day
+    "daily_results",
+    metadata,
+    Column("game", String(32), primary_key=True),
+    Column("day", String(10), primary_key=True),  # 2026-11-27 (UTC)
+    Column("account_id", Integer, ForeignKey("accounts.id"), primary_key=True),
+    Column("name", String(64), nullable=False),
+    Column("table_id", String(32), nullable=True, unique=True),  # NULL while the table is being made
+    Column("started", String(32), nullable=False),
+    Column("finished", String(32), nullable=True),  # NULL until the table's match ends
+    Column("score", Integer, nullable=True),  # NULL until it ends, and for a player gone at the end
+    Index("ix_daily_results_account_game_day", "account_id", "game", "day"),
+)
+
 server_keys = Table(
     "server_keys",
     metadata,

@@ -6,6 +6,7 @@ action (``NULL`` for a single process). ``tables.play_now`` is 1 for a table mad
 person may take until the start): Play now looks for its next table through ``ix_tables_play_now``.
 ``tables.seed_chosen`` is 1 when the creator chose the seed (its deals follow from it alone; never rated).
 ``tables.ready_seconds`` is the countdown between hands the creator set (``NULL``: the server's default).
+``reviews`` holds the review of a finished table's seat (issue 30), ``pending`` while one process computes it.
 
 Kept in step with ``migrations/versions`` (Alembic), which is what creates it.
 """
@@ -69,4 +70,16 @@ actions = Table(
     Column("ms", BigInteger, nullable=False),
     Column("action", JSON, nullable=False),
     Column("epoch", BigInteger, nullable=True),
+)
+
+reviews = Table(  # the review of a finished table's seat (review_0001; server/table/reviews.py)
+    "reviews",
+    metadata,
+    Column("table_id", String(32), ForeignKey("tables.id"), primary_key=True),
+    Column("seat", Integer, primary_key=True),
+    Column("status", String(8), nullable=False),  # pending | ready
+    Column("claimed", String(32), nullable=False),  # when the process computing it took it (ISO 8601 UTC)
+    Column("attempts", Integer, nullable=False, default=1, server_default="1"),  # computations begun
+    Column("finished", String(32), nullable=True),  # when it became ready
+    Column("body", JSON, nullable=True),  # the review (GET /api/tables/{id}/review), once ready
 )

@@ -84,6 +84,12 @@ class BotSeed(Protocol):
     @property
     def seed(self) -> int: ...
 
+    @property
+    def seed_chosen(self) -> bool:
+        """A replayable table (a chosen seed, the daily deal): its bots' choices follow from the seed, the seat and
+        the position alone (:func:`choice_seed`), never from the table's id or the machine's speed."""
+        ...
+
 
 class Table(Protocol):
     """What a bot driver sees of a live table (``server/table/owner.py``'s ``Table``): its state, its version and
@@ -201,6 +207,8 @@ class SearchScheduler:
         """Choices in the pool now."""
         self.peak = 0
         """The most choices that were in the pool at once."""
+        self.on_free: Callable[[], None] | None = None
+        """Called when a worker is free and no table's choice waits (``server/table/review_pool.py``)."""
 
     def waiting(self) -> int:
         """Choices waiting for their turn."""
@@ -239,10 +247,16 @@ class SearchScheduler:
         while self.running < self.workers:
             chosen = self._next()
             if chosen is None:
-                return
+                break
             creator, table_id, job = chosen
             self._take(table_id, creator)
             job.grant.set_result(None)
+        if self.on_free is not None and self.running < self.workers and not self.waiting():
+            self.on_free()  # no table's choice waits: low-priority work may use a free worker
+
+    def dispatch(self) -> None:
+        """Let waiting choices in while there is room (after low-priority work ends)."""
+        self._dispatch()
 
     def _take(self, table_id: str, creator: str) -> None:
         self._tables.add(table_id)
@@ -315,7 +329,21 @@ def configure_pool(settings: BotSettings) -> None:
 
 
 def _seat_rng(table: Table, seat: int) -> random.Random:
+    if table.row.seed_chosen:  # replayable: the same seed gives the same bots at any table
+        return random.Random(f"{table.row.seed}:{seat}")
     return random.Random(f"{table.row.seed}:{table.id}:{seat}")
+
+
+def choice_seed(seed: int, seat: int, version: int) -> int:
+    """The seed (0 to 2**31 - 1) of a searching bot's choice at a replayable table (``TableRow.seed_chosen``: a
+    chosen seed, the daily deal) seeded ``seed``, for ``seat`` at table version ``version`` (the actions applied
+    so far, all hands): the same table seed and the same moves give every bot choice the same seed, whatever the
+    table and whatever happened before (a restart, a rejected action).
+
+    >>> choice_seed(7, 1, 12) == choice_seed(7, 1, 12) != choice_seed(7, 2, 12)
+    True
+    """
+    return random.Random(f"{seed}:{seat}:{version}").randrange(2**31)
 
 
 async def _run_pooled(table: Table, spec: str, seed: int, view: View, legal: list[Action]) -> Action | None:
@@ -323,15 +351,16 @@ async def _run_pooled(table: Table, spec: str, seed: int, view: View, legal: lis
     table its turn; in a thread if the pool cannot run (broken, or the main module cannot be imported by a spawned
     process)."""
     game = table.game
+    fixed = table.row.seed_chosen  # replayable: a fixed number of simulations, no wall-clock cap
     configure_pool(table.settings)
     try:
         result: Action | None = await get_scheduler().run(table.id, table.creator or table.id, get_pool(),
-                                                         bots.run_bot, game, spec, seed, view, legal)
+                                                         bots.run_bot, game, spec, seed, view, legal, fixed)
         return result
     except (BrokenProcessPool, OSError):
         log.exception("the bot process pool failed; this choice runs in a thread")
         shutdown_pool()
-        return await asyncio.to_thread(bots.run_bot, game, spec, seed, view, legal)
+        return await asyncio.to_thread(bots.run_bot, game, spec, seed, view, legal, fixed)
 
 
 async def drive_seat(table: Table, seat: int, spec: str) -> None:
@@ -377,7 +406,8 @@ async def _drive(table: Table, seat: int, spec: str) -> None:
             continue
         action: Any
         if bot is None:
-            action = await _run_pooled(table, spec, rng.randrange(2**31), view, legal)
+            seed = choice_seed(table.row.seed, seat, version) if table.row.seed_chosen else rng.randrange(2**31)
+            action = await _run_pooled(table, spec, seed, view, legal)
         else:
             action = bot.choose(view, legal)
         if action is None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from sqlalchemy.engine import Connection
@@ -112,15 +112,35 @@ async def match_result(table: FinishedTable) -> MatchResult:
                        winners=table.row.winners, rated=not table.row.seed_chosen)
 
 
+FinishHook = Callable[[Connection, FinishedTable, MatchResult], None]
+"""What else a finished match leaves, written in the transaction that stores its results (so once, with them)."""
+
+FINISH_HOOKS: list[FinishHook] = []
+"""The :data:`FinishHook` s the layers above register at import (``server/lobby/daily.py``: the daily deal's
+result), run in order for every match that ends or is abandoned."""
+
+
+ENDED_CALLBACKS: list[Callable[[FinishedTable], None]] = []
+"""Called (in order, after the results are stored) for every match that ends or is abandoned; registered at import
+by the layers above (``server/lobby/reviews.py``: the reviews of the seats)."""
+
+
 async def record_finished(table: FinishedTable) -> None:
-    """Store the results and the new ratings of ``table``'s finished match (logged, never raised: a failure here
-    must not stop the table)."""
+    """Store the results and the new ratings of ``table``'s finished match, and run :data:`FINISH_HOOKS` in the
+    same transaction (logged, never raised: a failure here must not stop the table)."""
     try:
         result = await match_result(table)
 
         def fn(conn: Connection) -> None:
             record_results(conn, result)
+            for hook in FINISH_HOOKS:
+                hook(conn, table, result)
 
         await table.store.write(fn)
     except Exception:
         log.exception("table %s: recording the results and ratings failed", table.id)
+    for callback in ENDED_CALLBACKS:
+        try:
+            callback(table)
+        except Exception:
+            log.exception("table %s: a callback at the match's end failed", table.id)
