@@ -3,7 +3,7 @@
 import { h, fill, toast, flipBefore, flipAfter } from './util.js';
 import { t, wordRefusal, cardName } from './i18n.js';
 import { creatureCard, anemoneChip, parseCreature } from './cards.js';
-import { seatNames, scoreTable, handOverDialog } from './scores.js';
+import { seatNames, scoreTable, handOverDialog, dealCycle } from './scores.js';
 import { hintsFor, hintBubble, touchScreen } from './hints.js';
 import { api, errorText } from './api.js';
 import { navigate } from './nav.js';
@@ -353,7 +353,7 @@ export function mountTable(root, ctx) {
     if (!results.length) { scoreBox.hidden = true; return; }
     scoreBox.hidden = false;
     const n = names();
-    fill(scoreBox, h('details', {}, h('summary', { text: t('table.scores_so_far', { totals: totals.map((x, i) => `${n[i] ?? ''} ${x}`).join(' · ') }) }), scoreTable(n, results, totals)));
+    fill(scoreBox, h('details', {}, h('summary', { text: t('table.scores_so_far', { totals: totals.map((x, i) => `${n[i] ?? ''} ${x}`).join(' · ') }) }), scoreTable(n, results, totals, -1, dealCycle('anemone', table?.options, n.length))));
   }
 
   function showHandOverNow(msg) {

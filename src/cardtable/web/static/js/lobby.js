@@ -9,6 +9,9 @@ import { gameTitle, botLabel, botSentence, seatNameEl, joinEls, tWith } from './
 
 export { gameTitle, botLabel, seatName } from './names.js';
 
+/** A choice as players read it: `opt.NAME.VALUE` where the catalogue words it (`deals`), else the value. */
+function choiceText(spec, value) { return tOr(`opt.${spec.name}.${value}`, String(value)); }
+
 function optionField(spec, game) {
   const id = `opt-${spec.name}`;
   const label = tOr(`opt.${spec.name}`, spec.name);
@@ -18,7 +21,7 @@ function optionField(spec, game) {
     input = h('input', { type: 'checkbox', id, name: spec.name, checked: !!spec.default });
   } else if (spec.kind === 'choice') {
     input = h('select', { id, name: spec.name },
-      (spec.choices || []).map((c) => h('option', { value: JSON.stringify(c), selected: c === spec.default, text: String(c) })));
+      (spec.choices || []).map((c) => h('option', { value: JSON.stringify(c), selected: c === spec.default, text: choiceText(spec, c) })));
   } else {
     input = h('input', {
       type: 'number', id, name: spec.name, value: String(spec.default),
@@ -26,7 +29,7 @@ function optionField(spec, game) {
     });
   }
   input.dataset.kind = spec.kind;
-  const defText = spec.kind === 'bool' ? t(spec.default ? 'common.on' : 'common.off') : String(spec.default);
+  const defText = spec.kind === 'bool' ? t(spec.default ? 'common.on' : 'common.off') : choiceText(spec, spec.default);
   const range = spec.kind === 'int' && spec.minimum !== undefined && spec.maximum !== undefined
     ? t('lobby.range', { min: spec.minimum, max: spec.maximum }) : '';
   return h('div.field' + (spec.kind === 'bool' ? '.check' : ''), { dataset: { option: spec.name, game } },
@@ -49,7 +52,7 @@ function readOptions(form, specs) {
 /** Which group of the custom form an option belongs to (unknown options are house rules). */
 const OPTION_GROUP = {
   players: 'table', partnerships: 'table', rounds: 'table', target_score: 'table',
-  nerts_pile_size: 'deal', work_piles: 'deal', flip_count: 'deal', jokers: 'deal',
+  nerts_pile_size: 'deal', work_piles: 'deal', flip_count: 'deal', jokers: 'deal', deals: 'deal',
   nerts_penalty: 'scoring', nerts_bonus: 'scoring',
   tie_window_ms: 'timing', in_flight_ms: 'timing', stall_seconds: 'timing',
 };
@@ -83,7 +86,12 @@ function playNowPanel(games, name) {
       },
     }, h('span.pn-game', { text: t('lobby.play_game_now', { game: gameTitle(g.game) }) }),
     h('small.pn-note', { text: t(`lobby.play_now_note.${g.game}`) })))),
-    h('p.muted.small', { text: t('lobby.play_now_help') }));
+    h('p.muted.small', { text: t('lobby.play_now_help') }),
+    // the daily deal of each game (daily.js): the same cards for everyone today, scored against everyone else
+    h('p.dailylinks#daily-links', {}, h('strong', { text: t('lobby.daily_title') }), ' ',
+      games.map((g) => h('a.dailylink', { href: `/?daily=${g.game}`, dataset: { daily: g.game }, text: gameTitle(g.game),
+        onclick: (e) => { if (e.button === 0 && !e.ctrlKey && !e.metaKey) { e.preventDefault(); navigate(`/?daily=${g.game}`); } } })),
+      h('small.muted', { text: t('lobby.daily_help') })));
   return box;
 }
 

@@ -3,6 +3,7 @@
 //   /?table=ID&watch=1 watch a table    /?replay=ID        replay a finished game
 //   /?howto=nerts      how to play (nerts | anemone)
 //   /?account=1        sign up, sign in, your account   /?leaderboard=GAME  a leaderboard   /?player=NAME  a player
+//   /?daily=GAME       the daily deal (anemone | nerts; &date=YYYY-MM-DD: that day's standings)
 import { h, fill } from './util.js';
 import { initI18n, setLanguage, currentLanguage, LANGS, t, wordRefusal, refusalCodes, cardName } from './i18n.js';
 import { navigate, setRouter } from './nav.js';
@@ -48,6 +49,9 @@ async function route() {
   } else if (q.get('replay')) {
     mod = await import('./replay.js');
     cleanup = mod.showReplay(main, q.get('replay'));
+  } else if (q.get('daily')) {
+    mod = await import('./daily.js');
+    cleanup = mod.showDaily(main, q.get('daily'), q.get('date'));
   } else if (q.get('howto')) {
     mod = await import('./howto.js');
     cleanup = mod.showHowto(main, q.get('howto'));

@@ -10,7 +10,7 @@
 import { h, fill, toast, flipBefore, flipAfter, sameAction } from './util.js';
 import { t, wordRefusal, cardName, pileName } from './i18n.js';
 import { standardCard, emptySlot, parseCard, SUIT_SYMBOL } from './cards.js';
-import { seatNames, scoreTable, handOverDialog, nertsBreakdown } from './scores.js';
+import { seatNames, scoreTable, handOverDialog, nertsBreakdown, dealCycle } from './scores.js';
 import { hintsFor, hintBubble, touchScreen } from './hints.js';
 import { api } from './api.js';
 import { navigate } from './nav.js';
@@ -391,7 +391,7 @@ export function mountTable(root, ctx) {
     drawStrip();
     if (!results.length) { fill(scoreBox); return; }
     fill(scoreBox, h('h3', { text: t('table.scores_so_far', { totals: (totals || []).map((x, i) => `${n[i] ?? ''} ${x}`).join(' · ') }) }),
-      scoreTable(n, results, totals));
+      scoreTable(n, results, totals, -1, dealCycle('nerts', table?.options, n.length)));
   }
 
   /** Size the board's places from the window and the table (not from the cards), once per hand and on resize. */

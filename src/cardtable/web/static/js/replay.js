@@ -9,6 +9,7 @@ import { gameTitle, recordSeatNames } from './names.js';
 import { CREATURE_SUITS, SUIT_SYMBOL } from './cards.js';
 import { navigate } from './nav.js';
 import { scoreTable } from './scores.js';
+import { reviewPanel } from './review.js';
 
 export function pileName(p) {
   if (!p) return '';
@@ -99,6 +100,7 @@ export function showReplay(main, id) {
   let names = [];
   let game = '';
   let playing = null;
+  let review = null; // the review section (review.js), once the replay is loaded
   const board = h('div.rboard');
   const info = h('div.rinfo', { 'aria-live': 'polite' });
   const handsNav = h('nav.rhands', { 'aria-label': t('replay.hands') });
@@ -171,6 +173,7 @@ export function showReplay(main, id) {
       if (on) b.setAttribute('aria-current', 'step'); else b.removeAttribute('aria-current');
     }
     drawScores(group);
+    review?.at(group);
   }
 
   /** Each hand's scores reached so far (a hand counts once its last step is shown). */
@@ -210,6 +213,11 @@ export function showReplay(main, id) {
     if (!steps.length) { fill(main, h('p.muted.center', { text: t('replay.empty') })); return; }
     groups = groupSteps(steps, every);
     slider.max = String(groups.length - 1);
+    review = reviewPanel({ id, game, record: data.record, steps, names, jump: (hand, index) => {
+      const k = steps.findIndex((st) => st.hand === hand && st.index === index);
+      const g = groups.findIndex((gr) => gr.first <= k && k <= gr.at);
+      if (k >= 0 && g >= 0) show(g, false);
+    } });
     slider.addEventListener('input', () => show(Number(slider.value), false));
     fill(handsNav, h('span.rhlabel', { text: t('replay.hands') }),
       Array.from({ length: handCount() }, (_, n) => h('button.rhand', { type: 'button', dataset: { hand: String(n) }, onclick: () => goHand(n) },
@@ -223,13 +231,13 @@ export function showReplay(main, id) {
           btn('forward', 'replay.forward', () => show(i + 1), 'replay-forward'),
           btn('last', 'replay.last', () => show(groups.length - 1), 'replay-last')),
         h('label.reverycheck', {}, everyBox, ' ', t('replay.every_action')),
-        handsNav, slider, info),
-      board, scoresBox,
+        handsNav, slider, info, review.note),
+      board, review.section, scoresBox,
       h('p', {}, h('button', { type: 'button', text: t('nav.lobby'), onclick: () => navigate('/') })));
     show(0, false);
   }).catch((e) => fill(main, h('section.panel.narrow', {}, h('p.error', { text: t('replay.failed', { reason: errorText(e) }) }))));
 
-  return () => { clearInterval(playing); window.removeEventListener('keydown', onKey); };
+  return () => { clearInterval(playing); window.removeEventListener('keydown', onKey); review?.stop(); };
 }
 
 /** A hand's score as players write it: "+12", "−4" (a true minus sign), "0". */

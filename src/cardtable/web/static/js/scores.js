@@ -7,13 +7,39 @@ import { nameOf, joinEls, tWith } from './names.js';
 
 export { seatNames } from './names.js';
 
-/** Scores per hand and totals, one column per seat. */
-export function scoreTable(names, results, totals, highlight = -1) {
-  return h('table.scores', {},
-    h('thead', {}, h('tr', {}, h('th', { text: t('table.hand') }), names.map((n, i) => h('th', {}, nameOf(names, i))))),
-    h('tbody', {}, results.map((r, i) => h('tr' + (i === highlight ? '.hl' : ''), {}, h('td', { text: String(i + 1) }),
-      (r.scores || []).map((s) => h('td', { text: String(s) }))))),
-    h('tfoot', {}, h('tr', {}, h('th', { text: t('table.total') }), (totals || []).map((s) => h('th', { text: String(s) })))));
+/**
+ * Hands per deal with rotated deals (the `deals: "rotated"` option: each deal played once from every seat in turn,
+ * one hand per seat, per team with Nerts partnerships), or 0 when every hand is dealt fresh.
+ */
+export function dealCycle(game, options, players) {
+  if (options?.deals !== 'rotated') return 0;
+  const seats = options.players ?? players;
+  return game === 'nerts' && options.partnerships ? Math.floor(seats / 2) : seats;
+}
+
+/**
+ * Scores per hand and totals, one column per seat. With rotated deals (`cycle`, from dealCycle, or a `deal` on the
+ * results, as the replay route gives them) the hands are grouped by deal: a heading row per deal and, once a deal
+ * has more than one hand, what each seat made of it in all.
+ */
+export function scoreTable(names, results, totals, highlight = -1, cycle = 0) {
+  const dealOf = (r, i) => r.deal ?? (cycle ? Math.floor(i / cycle) : null);
+  const row = (r, i) => h('tr' + (i === highlight ? '.hl' : ''), {}, h('td', { text: String(i + 1) }),
+    (r.scores || []).map((s) => h('td', { text: String(s) })));
+  const head = h('thead', {}, h('tr', {}, h('th', { text: t('table.hand') }), names.map((n, i) => h('th', {}, nameOf(names, i)))));
+  const foot = h('tfoot', {}, h('tr', {}, h('th', { text: t('table.total') }), (totals || []).map((s) => h('th', { text: String(s) }))));
+  if (!results.some((r, i) => dealOf(r, i) !== null)) return h('table.scores', {}, head, h('tbody', {}, results.map(row)), foot);
+  const groups = [];
+  results.forEach((r, i) => {
+    const deal = dealOf(r, i) ?? 0;
+    if (!groups.length || groups[groups.length - 1].deal !== deal) groups.push({ deal, rows: [] });
+    groups[groups.length - 1].rows.push([r, i]);
+  });
+  return h('table.scores.bydeal', {}, head, groups.map((g) => h('tbody.deal', { dataset: { deal: String(g.deal) } },
+    h('tr.dealhead', {}, h('th', { colspan: String(names.length + 1), scope: 'rowgroup', text: t('table.deal_n', { n: g.deal + 1 }) })),
+    g.rows.map(([r, i]) => row(r, i)),
+    g.rows.length > 1 ? h('tr.dealsum', {}, h('th', { scope: 'row', text: t('table.deal_total', { n: g.deal + 1 }) }),
+      names.map((_, s) => h('td', { text: String(g.rows.reduce((n, [r]) => n + ((r.scores || [])[s] ?? 0), 0)) }))) : null)), foot);
 }
 
 /** A signed number as players write it: "+3", "−6" (a true minus sign), "0". */
@@ -104,7 +130,7 @@ export function handOverDialog(msg, names, hist, { note = null, noteBelow = fals
     ? h('button' + (winners ? '' : '.primary') + '#continue', { type: 'button', text: t('common.close'), onclick: () => { clearInterval(timer); onClose(); } })
     : h('button.primary#continue', { type: 'button', text: t('table.ready'), onclick: () => press() });
   const history = h('details.allhands', { open: Boolean(winners) },
-    h('summary', { text: t('table.all_hands') }), scoreTable(names, hist, msg.totals, msg.hand));
+    h('summary', { text: t('table.all_hands') }), scoreTable(names, hist, msg.totals, msg.hand, dealCycle(game, options, names.length)));
   const overlay = h('div.overlay', { role: 'dialog', 'aria-modal': 'true', 'aria-labelledby': 'handover-title' },
     h('div.dialog.handover', {},
       h('h2#handover-title', { text: winners ? t('table.match_over') : t('table.hand_over', { n: msg.hand + 1 }) }),
