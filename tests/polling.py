@@ -59,6 +59,16 @@ async def until(check: Callable[[], Any], timeout: float = 30.0, what: str = "th
         await asyncio.sleep(every)
 
 
+def clear_of_midnight_utc(margin: float = 240.0) -> None:
+    """Return once the UTC day has at least ``margin`` seconds left (waiting into the next day when it has fewer):
+    for a test that reads "today" more than once (the daily deal) and must not see the date change under it."""
+    def left() -> float:
+        now = time.time()
+        return 86400.0 - now % 86400.0
+    if left() < margin:
+        wait_for(lambda: left() > margin or None, timeout=margin + 5.0, what="the next UTC day", every=1.0)
+
+
 def wait_status(client: TestClient, table_id: str, statuses: tuple[str, ...] = ("finished",),
                 timeout: float = 120.0) -> dict[str, Any]:
     """The table (``GET /api/tables/{table_id}``, a dict) once its status is one of ``statuses``, polled every

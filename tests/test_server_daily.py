@@ -14,11 +14,17 @@ from starlette.testclient import TestClient
 from cardtable.server.lobby.daily import daily_seed
 from cardtable.server.lobby.daily_standings import matchpoints, percents, ranked, streak
 from clients import MakeClient, fast_settings
-from polling import wait_for, wait_status
+from polling import clear_of_midnight_utc, wait_for, wait_status
 
 pytestmark = pytest.mark.usefixtures("cheap_hashes")
 
 ORIGIN = {"Origin": "http://testserver"}
+
+
+@pytest.fixture(autouse=True)
+def _one_day() -> None:
+    """These tests read "today" more than once: none starts in the last minutes of a UTC day."""
+    clear_of_midnight_utc(240.0)
 
 
 def settings(**knobs: Any) -> Any:

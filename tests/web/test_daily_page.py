@@ -15,12 +15,20 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 from webhelpers import api, axe_serious
 
-from polling import wait_for
+from polling import clear_of_midnight_utc, wait_for
 
 pytestmark = pytest.mark.browser
 
 SHOTS = Path("/tmp/shots_web30")
 SIZES = [(1280, 720), (390, 844)]
+
+
+@pytest.fixture(autouse=True)
+def _one_day() -> None:
+    """These tests read "today" more than once: none starts in the last minutes of a UTC day."""
+    clear_of_midnight_utc(480.0)
+
+
 PLAYER = "Mina"
 WORDS = {  # what the played page says in each language (the catalogues' wording)
     "en": {"button": "You played today", "streak": "1 day", "rank": "1 of 1", "you": "(you)"},
