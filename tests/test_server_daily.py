@@ -24,7 +24,7 @@ ORIGIN = {"Origin": "http://testserver"}
 @pytest.fixture(autouse=True)
 def _one_day() -> None:
     """These tests read "today" more than once: none starts in the last minutes of a UTC day."""
-    clear_of_midnight_utc(240.0)
+    clear_of_midnight_utc(120.0)
 
 
 def settings(**knobs: Any) -> Any:

@@ -186,7 +186,8 @@ ANEMONE_JS = """
 
 @pytest.mark.parametrize(("w", "h"), [(844, 390), (390, 844), (1280, 720)], ids=["844x390", "390x844", "1280x720"])
 def test_enemy_anemone_fits_the_window(browser: Browser, server: str, w: int, h: int) -> None:
-    ctx = browser.new_context(viewport={"width": w, "height": h}, has_touch=w < 900)
+    # reduced motion: nothing is mid-transition (a card in flight, a box growing) while the boxes are measured
+    ctx = browser.new_context(viewport={"width": w, "height": h}, has_touch=w < 900, reduced_motion="reduce")
     page = ctx.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))

@@ -17,7 +17,7 @@ from webhelpers import api, axe_serious
 
 from polling import clear_of_midnight_utc, wait_for
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(600)]  # a start near midnight waits (_one_day)
 
 SHOTS = Path("/tmp/shots_web30")
 SIZES = [(1280, 720), (390, 844)]
@@ -26,7 +26,7 @@ SIZES = [(1280, 720), (390, 844)]
 @pytest.fixture(autouse=True)
 def _one_day() -> None:
     """These tests read "today" more than once: none starts in the last minutes of a UTC day."""
-    clear_of_midnight_utc(480.0)
+    clear_of_midnight_utc(240.0)
 
 
 PLAYER = "Mina"
