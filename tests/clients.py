@@ -77,3 +77,25 @@ class Statements:
     def naming(self, text: str) -> list[str]:
         """The statements whose SQL names ``text`` (a table, a column)."""
         return [s for s, _ in self.seen if text in s]
+
+
+def play_out(client: TestClient, table_id: str, token: str, pick: int = 0) -> list[str]:
+    """Play the token's seat to the end of the match through a WebSocket, ``legal[pick]`` each time (the first
+    legal action by default; a ``pick`` past the end takes the last); the seat's cards in the first hand's snapshot
+    (``[]`` for a game whose view has no ``hand``)."""
+    cards: list[str] = []
+    with client.websocket_connect(f"/ws/tables/{table_id}") as ws:
+        ws.send_json({"type": "hello", "token": token})
+        seq = 0
+        while True:
+            message = ws.receive_json()
+            if (message.get("table") or {}).get("status") == "finished" or (
+                message["type"] == "hand_over" and message["winners"]
+            ):
+                return cards
+            if message["type"] == "snapshot" and not cards:
+                cards = sorted((message.get("view") or {}).get("hand") or [])
+            if message["type"] in ("update", "snapshot") and message.get("legal"):
+                seq += 1
+                legal = message["legal"]
+                ws.send_json({"type": "action", "seq": seq, "action": legal[min(pick, len(legal) - 1)]})

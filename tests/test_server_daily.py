@@ -13,7 +13,7 @@ from starlette.testclient import TestClient
 
 from cardtable.server.lobby.daily import daily_seed
 from cardtable.server.lobby.daily_standings import matchpoints, percents, ranked, streak
-from clients import MakeClient, fast_settings
+from clients import MakeClient, fast_settings, play_out
 from polling import clear_of_midnight_utc, wait_for, wait_status
 
 pytestmark = pytest.mark.usefixtures("cheap_hashes")
@@ -65,23 +65,10 @@ def first_hand(client: TestClient, seated: dict[str, Any]) -> list[str]:
                 return sorted(message["view"]["hand"])
 
 
-def play_out(client: TestClient, seated: dict[str, Any], pick: int = 0) -> list[str]:
+def play_seated(client: TestClient, seated: dict[str, Any], pick: int = 0) -> list[str]:
     """Play seat 0 to the end of the match with a legal-move player (``legal[pick]`` each time); seat 0's cards in
     the first hand."""
-    cards: list[str] = []
-    with client.websocket_connect(f"/ws/tables/{seated['table']['id']}") as ws:
-        ws.send_json({"type": "hello", "token": seated["token"]})
-        seq = 0
-        while True:
-            message = ws.receive_json()
-            if message["type"] == "hand_over" and message["winners"]:
-                break
-            if message["type"] == "snapshot" and message.get("view") and not cards:
-                cards = sorted(message["view"]["hand"])
-            if message["type"] in ("update", "snapshot") and message.get("legal"):
-                seq += 1
-                legal = message["legal"]
-                ws.send_json({"type": "action", "seq": seq, "action": legal[min(pick, len(legal) - 1)]})
+    cards = play_out(client, seated["table"]["id"], seated["token"], pick)
     wait_status(client, seated["table"]["id"])
     return cards
 
@@ -122,7 +109,7 @@ def test_two_accounts_play_the_same_deal_against_the_same_bots_and_are_scored_as
     assert [s["bot"] for s in table_ana["seats"][1:]] == ["ismcts:medium"] * 3
     refused = client.post("/api/daily/anemone/play", json={"name": "ana"}, headers=ORIGIN)
     assert refused.status_code == 409 and refused.json()["code"] == "daily.played"
-    cards_ana = play_out(client, seated_ana)
+    cards_ana = play_seated(client, seated_ana)
     you = wait_for(lambda: finished_you(client), 30, "ana's result")
     assert (
         you["table"] == table_ana["id"] and you["finished"] and you["rank"] == 1 and you["percent"] == 100.0
@@ -132,7 +119,7 @@ def test_two_accounts_play_the_same_deal_against_the_same_bots_and_are_scored_as
     sign_up(client, "bo")
     assert client.get("/api/daily/anemone").json()["best"] is None  # not before bo has played
     seated_bo = play(client)
-    cards_bo = play_out(client, seated_bo)
+    cards_bo = play_seated(client, seated_bo)
     assert cards_ana == cards_bo and len(cards_ana) > 0
     wait_for(lambda: finished_you(client), 30, "bo's result")
 
@@ -145,13 +132,13 @@ def test_two_accounts_play_the_same_deal_against_the_same_bots_and_are_scored_as
 
     # A third account plays the same deal differently; a guest plays it too and is never in the standings.
     sign_up(client, "cy")
-    play_out(client, play(client), pick=-1)
+    play_seated(client, play(client), pick=-1)
     wait_for(lambda: finished_you(client), 30, "cy's result")
     as_account(client, None)
     guest = play(client, name="guest")
     assert guest["table"]["seats"][0]["account"] is None
     assert play(client, name="guest")["table"]["id"] != guest["table"]["id"]  # guests may try again
-    play_out(client, guest)
+    play_seated(client, guest)
 
     board = client.get("/api/daily/anemone/standings").json()
     assert sorted(row["name"] for row in board) == ["ana", "bo", "cy"]

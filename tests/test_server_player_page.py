@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
+from clients import play_out
 from polling import wait_for, wait_status
 
 ORIGIN = {"Origin": "http://testserver"}
@@ -20,20 +21,6 @@ BOT = "heuristic"
 pytestmark = pytest.mark.usefixtures("cheap_hashes")  # conftest.py: real Argon2id, small parameters
 
 
-def play_out(client: TestClient, table_id: str, token: str) -> None:
-    """Play the token's seat to the end through a WebSocket, its first legal action each time."""
-    with client.websocket_connect(f"/ws/tables/{table_id}") as ws:
-        ws.send_json({"type": "hello", "token": token})
-        seq = 0
-        while True:
-            message = ws.receive_json()
-            if (message.get("table") or {}).get("status") == "finished" or (
-                message["type"] == "hand_over" and message["winners"]
-            ):
-                return
-            if message["type"] in ("update", "snapshot") and message.get("legal"):
-                seq += 1
-                ws.send_json({"type": "action", "seq": seq, "action": message["legal"][0]})
 
 
 def sign_up(client: TestClient, name: str) -> None:

@@ -20,7 +20,7 @@ from cardtable.server.storage import schema
 from cardtable.server.storage.rows import SeatRow, TableRow
 from cardtable.server.storage.store import Store
 from cardtable.server.table.reviews import claim, stored_review
-from clients import MakeClient, fast_settings
+from clients import MakeClient, fast_settings, play_out
 from polling import wait_for, wait_status
 from table_helpers import table_row
 
@@ -29,20 +29,6 @@ SETTINGS = {"lobby_reads_per_second": 1000.0, "lobby_read_burst": 1000}
 """Reads polled often (the review) stay within the per-address limit."""
 
 
-def _play_out(client: TestClient, table_id: str, token: str) -> None:
-    """Play the token's seat to the end through a WebSocket, its first legal action each time."""
-    with client.websocket_connect(f"/ws/tables/{table_id}") as ws:
-        ws.send_json({"type": "hello", "token": token})
-        seq = 0
-        while True:
-            message = ws.receive_json()
-            if (message.get("table") or {}).get("status") == "finished" or (
-                message["type"] == "hand_over" and message["winners"]
-            ):
-                return
-            if message["type"] in ("update", "snapshot") and message.get("legal"):
-                seq += 1
-                ws.send_json({"type": "action", "seq": seq, "action": message["legal"][0]})
 
 
 def _ready(client: TestClient, table_id: str, seat: int) -> dict[str, Any] | None:
@@ -88,7 +74,7 @@ def test_a_finished_anemone_match_is_reviewed_once_for_its_person(
     assert early.status_code == 409 and early.json()["code"] == "review.not_finished"
     assert _stored(tmp_path / "server.db", table_id, 0) is None
 
-    _play_out(client, table_id, token)
+    play_out(client, table_id, token)
     wait_status(client, table_id)
     ended = time.monotonic()
     # begun at the match's end for the person's seat, before anyone asks
@@ -134,7 +120,7 @@ def test_review_refusals(client: TestClient) -> None:
     table_id, token = made["table"]["id"], made["token"]
     assert client.get(f"/api/tables/{table_id}/review?seat=0").json()["code"] == "review.not_finished"
     assert client.post(f"/api/tables/{table_id}/start", json={"token": token}).status_code == 200
-    _play_out(client, table_id, token)
+    play_out(client, table_id, token)
     wait_status(client, table_id)
     bad = client.get(f"/api/tables/{table_id}/review?seat=2")
     assert bad.status_code == 422 and bad.json()["code"] == "seat.no_such"

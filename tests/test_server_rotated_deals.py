@@ -11,25 +11,12 @@ from starlette.testclient import TestClient
 from typer.testing import CliRunner
 
 from cardtable.cli import app
+from clients import play_out
 from polling import wait_status
 
 ORIGIN = {"Origin": "http://testserver"}
 
 
-def play_out(client: TestClient, table_id: str, token: str) -> None:
-    """Play the token's seat to the end of the match through a WebSocket, its first legal action each time."""
-    with client.websocket_connect(f"/ws/tables/{table_id}") as ws:
-        ws.send_json({"type": "hello", "token": token})
-        seq = 0
-        while True:
-            message = ws.receive_json()
-            if (message.get("table") or {}).get("status") == "finished" or (
-                message["type"] == "hand_over" and message["winners"]
-            ):
-                return
-            if message["type"] in ("update", "snapshot") and message.get("legal"):
-                seq += 1
-                ws.send_json({"type": "action", "seq": seq, "action": message["legal"][0]})
 
 
 def test_a_rotated_table_of_three_deals_one_deal_rotated_and_its_record_replays(
