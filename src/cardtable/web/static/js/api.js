@@ -33,7 +33,9 @@ async function page(path, limit, cursor) {
   return { rows: data || [], next: res.headers.get('X-Next-Cursor') };
 }
 
-async function call(method, path, body) {
+/** One JSON call to the API (the visitor's X-Visitor header sent); a refusal throws an ApiError with its status,
+ * code and params. */
+export async function call(method, path, body) {
   const res = await fetch(path, {
     method,
     headers: body === undefined ? visitor() : { ...visitor(), 'Content-Type': 'application/json' },

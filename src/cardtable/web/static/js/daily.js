@@ -4,7 +4,7 @@
 // spread of scores, and the best replay of the day once you have played (docs/web.md, "The daily deal").
 import { h, fill, toast } from './util.js';
 import { t, currentLanguage } from './i18n.js';
-import { ApiError, errorText, saveSeat, getName } from './api.js';
+import { call, errorText, saveSeat, getName } from './api.js';
 import { navigate } from './nav.js';
 import { gameTitle, botName, bdi, tWith } from './names.js';
 import { whoAmI } from './players_i18n.js';
@@ -18,21 +18,6 @@ export function dailyStyles() {
   document.head.append(Object.assign(document.createElement('link'), {
     id: 'daily-css', rel: 'stylesheet', href: new URL('../css/daily.css', import.meta.url).href,
   }));
-}
-
-async function call(method, path, body) {
-  const res = await fetch(path, {
-    method, credentials: 'same-origin',
-    headers: body === undefined ? {} : { 'Content-Type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  let data = null;
-  try { data = await res.json(); } catch { data = null; }
-  if (!res.ok) {
-    const detail = data && typeof data.detail === 'string' ? data.detail : `HTTP ${res.status}`;
-    throw new ApiError(res.status, detail, data?.code ?? null, data?.params || {});
-  }
-  return data;
 }
 
 /** The daily API (docs/protocol.md, "Daily deal"). */
