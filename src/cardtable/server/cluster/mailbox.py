@@ -133,7 +133,11 @@ class Mailbox:
                             for name, messages in pending.items() for i in range(0, len(messages), MAX_FRAMES)]
                 self._writing = True
                 try:
-                    if conn is None or not conn.is_connected:  # never one redis-py reconnected (replies on)
+                    if conn is not None and not await _usable(conn):  # closed by Redis while idle (its timeout)
+                        with contextlib.suppress(Exception):
+                            await conn.disconnect(nowait=True)
+                        conn = None
+                    if conn is None:  # never one redis-py reconnected (replies on)
                         conn = await self._publisher()
                     async with asyncio.timeout(PUBLISH_TIMEOUT_S):
                         await conn.send_packed_command(conn.pack_commands(commands), check_health=False)
@@ -198,3 +202,12 @@ class Mailbox:
             if handler is not None:
                 handler(body)
 
+
+async def _usable(conn: AbstractConnection) -> bool:
+    """Whether the publisher's connection can still carry a publish: connected, with nothing to read. Replies are
+    off on it, so anything readable is the end of the stream (Redis closed it: ``CLIENT KILL``, its ``timeout``)
+    or an error; a write into such a socket would succeed and the message be lost unseen."""
+    try:
+        return conn.is_connected and not await conn.can_read()
+    except Exception:  # the socket is gone
+        return False
