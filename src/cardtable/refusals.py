@@ -142,6 +142,7 @@ CODES: dict[str, str] = {
     # -- the daily deal (docs/protocol.md, "The daily deal") ------------------------------------------------
     "daily.unknown_game": "There is no daily deal of that game",
     "daily.played": "You have played today's daily deal: come back tomorrow",
+    "daily.private": "This daily deal's table is private until the end of its day ({date}, UTC): play it first",
     "daily.bad_date": "Give a day up to today, as YYYY-MM-DD",
     # -- accounts and players (docs/protocol.md, "Accounts and players") ------------------------------------
     "account.name_invalid": "A name has 1 to {max} characters: letters, digits, spaces and - _ . '",
@@ -259,6 +260,7 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "table.seat_limit": ("limit",),
     "daily.unknown_game": ("game",),
     "daily.played": ("game", "date"),
+    "daily.private": ("table", "date"),
     "daily.bad_date": ("field",),
     "account.name_invalid": ("max", "char"),
     "account.name_taken": ("name",),

@@ -180,6 +180,16 @@ def test_a_guest_is_told_the_try_is_unranked(browser: Browser, server: str) -> N
         30,
         "the guest's match to start",
     )
+    # someone else cannot watch it while the day lasts: told why once, and the page does not keep asking
+    other = browser.new_context(viewport={"width": 390, "height": 844})
+    watcher = other.new_page()
+    sockets: list[str] = []
+    watcher.on("websocket", lambda ws: sockets.append(ws.url))
+    watcher.goto(f"{server}/?table={tid}&watch=1")
+    expect(watcher.get_by_text("private until the end of its day")).to_be_visible(timeout=15000)
+    watcher.wait_for_timeout(1500)  # the client's first retry would come within 0.5 s
+    assert len(sockets) == 1, sockets
+    other.close()
     page.goto(server + "/?howto=nerts")
     api(server, "POST", f"/api/tables/{tid}/leave", {"token": token})  # the stand-in ends it
     wait_for(

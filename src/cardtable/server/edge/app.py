@@ -72,6 +72,7 @@ def create_app(db: str | None = None, settings: Settings | None = None, redis: s
         if redis is not None:
             cluster = await Cluster.open(redis, store, cluster_settings(settings))
         manager = await Manager.open(store, settings, cluster)
+        manager.clock = app.state.clock  # the day of the daily deal's private tables (lobby/daily_private.py)
         if cluster is not None:  # set before anything else runs: Manager.open has just attached the cluster
             cluster.relays.serve = functools.partial(serve_connection, manager)
         if cluster is not None:  # sign-in limits over every process

@@ -20,6 +20,7 @@ from cardtable.server.core.addresses import client_address
 from cardtable.server.core.errors import TableError
 from cardtable.server.core.errors import error_responses as _errors
 from cardtable.server.core.limits import TokenBuckets
+from cardtable.server.lobby.daily_private import check_readable
 from cardtable.server.lobby.manager import Manager
 from cardtable.server.lobby.play_now import PLAY_NOW_BOTS, visitor_key
 from cardtable.server.lobby.seating import bind_seat
@@ -318,16 +319,19 @@ async def start_table(table_id: str, body: TokenBody, request: Request) -> dict[
     return (await _manager(request).start(table_id, body.token)).to_dict()
 
 
-@router.get("/tables/{table_id}/record", responses=_errors(404, 409, 429), dependencies=READ)
+@router.get("/tables/{table_id}/record", responses=_errors(403, 404, 409, 429), dependencies=READ)
 async def table_record(table_id: str, request: Request) -> dict[str, Any]:
-    """The ``cardtable/1`` record of a finished table (a lobby read, limited per address as ``/api/tables``)."""
+    """The ``cardtable/1`` record of a finished table (a lobby read, limited per address as ``/api/tables``). A
+    daily deal's table while its day lasts: ``403 daily.private`` (``lobby/daily_private.check_readable``)."""
+    await check_readable(request, _manager(request).store, table_id)
     return (await _manager(request).record(table_id)).to_dict()
 
 
-@router.get("/tables/{table_id}/replay", responses=_errors(404, 409, 429), dependencies=READ)
+@router.get("/tables/{table_id}/replay", responses=_errors(403, 404, 409, 429), dependencies=READ)
 async def table_replay(table_id: str, request: Request) -> dict[str, Any]:
     """A finished table's record and its steps, each with the public view (a lobby read, limited per address as
-    ``/api/tables``)."""
+    ``/api/tables``). A daily deal's table while its day lasts: ``403 daily.private`` as for the record."""
+    await check_readable(request, _manager(request).store, table_id)
     return await _manager(request).replay(table_id)
 
 

@@ -142,7 +142,9 @@ async def serve_connection(manager: Manager, table: Table | None, websocket: Web
                 except TableError as error:
                     code = "hello.bad_token" if error.code == "token.bad" else error.code
                     connection.send_message(refusal_message("error", str(error), code, error.params))
-                    if error.status in (429, 503):  # over a connection cap, or the table moved: refused and closed
+                    # refused and closed: over a connection cap, the table moved, or a spectator of a daily table
+                    # while its day lasts (server/lobby/daily_private.py)
+                    if error.status in (429, 503) or error.code == "daily.private":
                         if error.status == 503:
                             connection.close_code = RECONNECT_CODE  # reconnect: another process has the table
                         connection.close()

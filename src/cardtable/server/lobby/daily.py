@@ -9,6 +9,9 @@ alone, with a fixed number of simulations (``table/bots.py``'s ``choice_seed``, 
 table with a known seed it is not rated: a guest may play the day's deal any number of times, so a rated attempt
 could be played with the deal already known; the standings are its score.
 
+A daily table is marked with its day (``TableRow.daily``) and stays private while that day lasts
+(``daily_private.py``): nobody learns the day's cards from another player's try.
+
 An attempt is a row of ``daily_results`` (game, day, account), inserted before the table is made, so the database
 decides "one per account per day" whatever process serves the request; the match's end fills in its score in the
 transaction that stores the match's results (:func:`record_daily`, a ``match_results.FINISH_HOOKS`` hook).
@@ -29,14 +32,15 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from cardtable.server.core.addresses import client_address
-from cardtable.server.core.clock import Clock, now_iso
+from cardtable.server.core.clock import now_iso
 from cardtable.server.core.errors import TableError
 from cardtable.server.core.settings import Settings
+from cardtable.server.lobby.daily_private import app_clock, signed_in_account
 from cardtable.server.lobby.manager import Manager
 from cardtable.server.lobby.seating import bind_seat
 from cardtable.server.players.names import NameRefused, check_name
 from cardtable.server.players.results import MatchResult
-from cardtable.server.players.sessions import COOKIE, Account, current_account, same_origin
+from cardtable.server.players.sessions import Account
 from cardtable.server.storage import players_schema as ps
 from cardtable.server.storage.keys import server_key
 from cardtable.server.storage.store import Store
@@ -103,20 +107,6 @@ async def daily_secret(store: Store, settings: Settings) -> bytes:
     if settings.daily_secret:
         return settings.daily_secret.encode()
     return await server_key(store, DAILY_KEY)
-
-
-def app_clock(request: Request) -> Clock:
-    """The app's :class:`Clock` (``app.state.clock``)."""
-    clock: Clock = request.app.state.clock
-    return clock
-
-
-async def signed_in_account(request: Request) -> Account | None:
-    """The account whose attempt a daily request is: the session cookie's, honoured only from the page's own
-    origin (as a seat is tied: ``lobby/seating.bind_seat``); ``None`` for a guest."""
-    if COOKIE not in request.cookies or not same_origin(request):
-        return None
-    return await current_account(request)
 
 
 def daily_score(table: FinishedTable) -> int:
@@ -210,7 +200,9 @@ async def play_daily(request: Request, manager: Manager, game: str, name: str) -
         await manager.check_create(address)
         seed = daily_seed(await daily_secret(manager.store, manager.settings), game, day)
         seats = [{"kind": "open"}] + [{"kind": "bot", "bot": spec.bot}] * (spec.seats - 1)
-        made, seat, token = await manager.create(game, dict(spec.options), seats, name, seed, None)
+        made, seat, token = await manager.create(
+            game, dict(spec.options), seats, name, seed, None, daily=day.isoformat()
+        )
     except BaseException:
         if account is not None:
             await _settle(manager.store, game, day, account.id, None)

@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from cardtable.server.core.errors import TableError
 from cardtable.server.core.errors import error_responses as _errors
 from cardtable.server.lobby import daily_standings as ds
-from cardtable.server.lobby.daily import app_clock, daily_game, play_daily, signed_in_account
+from cardtable.server.lobby.daily import daily_game, play_daily
+from cardtable.server.lobby.daily_private import app_clock, signed_in_account
 from cardtable.server.lobby.manager import Manager
 
 router = APIRouter(prefix="/api/daily", tags=["daily"])

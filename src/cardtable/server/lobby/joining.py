@@ -12,8 +12,10 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from cardtable.server.cluster.calls import RemoteTable
+from cardtable.server.core.clock import Clock
 from cardtable.server.core.errors import TableError
 from cardtable.server.core.settings import Settings
+from cardtable.server.lobby.daily_private import private_on, private_refusal
 from cardtable.server.lobby.play_now import PLAY_NOW_BOTS
 from cardtable.server.lobby.routing import on_owner, seated, shown
 from cardtable.server.storage.store import Store
@@ -29,6 +31,7 @@ class Joining:
 
     store: Store
     settings: Settings
+    clock: Clock
 
     if TYPE_CHECKING:
         async def route(self, table_id: str, method: str, args: dict[str, Any],
@@ -106,10 +109,13 @@ class Joining:
         """Seat ``connection`` by ``token`` (``None``: a spectator) and send ``welcome`` then a snapshot.
 
         ``TableError`` 403 for a wrong token (the connection stays, unseated), 429 beyond the table's connection
-        caps (:meth:`Table.admit`).
+        caps (:meth:`Table.admit`), 403 ``daily.private`` for a spectator of a daily table while its day lasts
+        (``daily_private.py``).
         """
 
         async def go() -> None:
+            if token is None and table.row.daily is not None and private_on(table.row.daily, self.clock.today()):
+                raise private_refusal(table.id, table.row.daily)
             seat = None if token is None else table.seat_of(token)
             table.admit(connection, seat)
             changed = table.attach(connection, seat)

@@ -23,7 +23,7 @@ from typing import Any
 from cardtable import bots
 from cardtable.games import get_game
 from cardtable.server.cluster.member import Cluster
-from cardtable.server.core.clock import now_iso
+from cardtable.server.core.clock import Clock, now_iso
 from cardtable.server.core.errors import TableError
 from cardtable.server.core.limits import TokenBucket, TokenBuckets
 from cardtable.server.core.settings import Settings
@@ -78,6 +78,8 @@ class Manager(Joining, PlayNow, Again, Records, Routing, Quotas):
         """The open and playing tables in the lobby's order (one process only: several list from the database)."""
         self.presence = LobbyPresence()
         """Who was in the lobby lately (``play_now.py``): whether a new Play now table waits for another person."""
+        self.clock = Clock()
+        """The day, for the daily deal's private tables (``daily_private.py``): the app's clock (``app.state.clock``)."""
 
     @classmethod
     async def open(cls, store: Store, settings: Settings, cluster: Cluster | None = None) -> Manager:
@@ -207,7 +209,8 @@ class Manager(Joining, PlayNow, Again, Records, Routing, Quotas):
 
     async def create(self, game: str, options: dict[str, Any], seats: list[dict[str, Any]] | None, name: str,
                      seed: int | None, grace_seconds: float | None, autostart: bool = True,
-                     ready_seconds: float | None = None, creator_seat: int | None = None) -> tuple[Table, int, str]:
+                     ready_seconds: float | None = None, creator_seat: int | None = None,
+                     daily: str | None = None) -> tuple[Table, int, str]:
         """A new open table; the creator takes the first open seat (``creator_seat`` when given: an open one,
         Play again). Returns the table, that seat and its token.
 
@@ -221,7 +224,8 @@ class Manager(Joining, PlayNow, Again, Records, Routing, Quotas):
         shuffle mixes in a server key (``table.hand_seed``).
 
         ``ready_seconds`` is the countdown between hands for people who have not pressed Ready (``None``: the
-        server's ``default_ready_s``; ``server/table/handover.py``); the HTTP body bounds it.
+        server's ``default_ready_s``; ``server/table/handover.py``); the HTTP body bounds it. ``daily``: the day (ISO
+        date) of the daily deal the table plays (``lobby/daily.py``; private while that day lasts).
         """
         try:
             info = get_game(game)
@@ -262,7 +266,7 @@ class Manager(Joining, PlayNow, Again, Records, Routing, Quotas):
             id=new_table_id(), game=game, options=dict(options), status="open",
             seed=seed if seed is not None else random.SystemRandom().randrange(2**62),
             grace_seconds=self.settings.default_grace_s if grace_seconds is None else grace_seconds,
-            created=now_iso(), seats=rows, seed_chosen=seed is not None, ready_seconds=ready_seconds,
+            created=now_iso(), seats=rows, seed_chosen=seed is not None, ready_seconds=ready_seconds, daily=daily,
         )
         if self.cluster is not None:
             await self.cluster.claim_new(row.id)

@@ -14,8 +14,10 @@ from cardtable.engine import HandState
 from cardtable.games import get_game
 from cardtable.replay import fold
 from cardtable.server.cluster.member import Cluster
+from cardtable.server.core.clock import Clock
 from cardtable.server.core.errors import TableError
 from cardtable.server.core.settings import Settings
+from cardtable.server.lobby.daily_private import private_on
 from cardtable.server.lobby.listing import LiveLists
 from cardtable.server.storage.rows import TableRow, record_of
 from cardtable.server.storage.store import Store
@@ -54,6 +56,7 @@ class Records:
     tables: dict[str, Table]
     cluster: Cluster | None
     listing: LiveLists
+    clock: Clock
 
     async def table_dict(self, table_id: str) -> dict[str, Any]:
         """``TABLE`` for a live or finished table; ``TableError`` 404 if unknown."""
@@ -70,8 +73,9 @@ class Records:
         return _table_from_row(rows[0])
 
     def _list(self, table: Table) -> None:
-        """Put ``table`` in the lobby's list of its status (one process only; several list from the database)."""
-        if self.cluster is None:
+        """Put ``table`` in the lobby's list of its status (one process only; several list from the database); a
+        daily table while its day lasts is never listed (``daily_private.py``)."""
+        if self.cluster is None and not private_on(table.row.daily, self.clock.today()):
             self.listing.add(table)
 
     async def list_tables(self, status: str, limit: int | None = None,
@@ -80,7 +84,8 @@ class Records:
 
         ``open`` and ``playing``: live tables, oldest first; ``finished``: finished and abandoned tables from the
         database, newest first. ``limit`` defaults to ``page_size`` and is capped at ``max_page_size``; ``cursor``
-        is the previous page's (``created~id`` or ``finished~id``); ``TableError`` 422 for a malformed one."""
+        is the previous page's (``created~id`` or ``finished~id``); ``TableError`` 422 for a malformed one. The
+        daily deal's tables are left out while their day lasts (``daily_private.py``)."""
         size = min(limit or self.settings.page_size, self.settings.max_page_size)
         after: tuple[str, str] | None = None
         if cursor:
@@ -90,14 +95,15 @@ class Records:
                                  {"field": "cursor", "detail": "not a cursor this server gave"})
             after = (stamp, last_id)
         if status == "finished":
-            rows = await self.store.ended_tables(ENDED, after, size + 1)
+            rows = await self.store.ended_tables(ENDED, after, size + 1, self.clock.today().isoformat())
             more = len(rows) > size
             rows = rows[:size]
             tables = [_table_from_row(r) for r in rows]
             last = rows[-1] if rows else None
             return tables, f"{last.finished}~{last.id}" if more and last is not None else None
         if self.cluster is not None:  # every process's tables, from the database: one page of the index
-            chosen = await self.store.load_tables(statuses=(status,), after=after, limit=size + 1)
+            chosen = await self.store.load_tables(statuses=(status,), after=after, limit=size + 1,
+                                                  public_on=self.clock.today().isoformat())
             more = len(chosen) > size
             chosen = chosen[:size]
             shown = await self.stored_dicts(chosen)

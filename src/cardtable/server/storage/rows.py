@@ -49,6 +49,9 @@ class TableRow:
     ready_seconds: float | None = None
     """Seconds the next hand waits for people who have not pressed Ready (``server/table/handover.py``); ``None``:
     the server's ``default_ready_s``."""
+    daily: str | None = None
+    """The day (ISO date, UTC) of the daily deal played at this table (``server/lobby/daily.py``; private while that
+    day lasts, ``server/lobby/daily_private.py``); ``None`` for every other table."""
     seats: list[SeatRow] = field(default_factory=list)
     hands: list[HandRow] = field(default_factory=list)
 

@@ -6,6 +6,8 @@ action (``NULL`` for a single process). ``tables.play_now`` is 1 for a table mad
 person may take until the start): Play now looks for its next table through ``ix_tables_play_now``.
 ``tables.seed_chosen`` is 1 when the creator chose the seed (its deals follow from it alone; never rated).
 ``tables.ready_seconds`` is the countdown between hands the creator set (``NULL``: the server's default).
+``tables.daily`` is the day (ISO date, UTC) of a daily deal's table (``server/lobby/daily.py``), private while that
+day lasts; ``NULL`` for every other table.
 ``reviews`` holds the review of a finished table's seat (issue 30), ``pending`` while one process computes it.
 
 Kept in step with ``migrations/versions`` (Alembic), which is what creates it.
@@ -35,6 +37,7 @@ tables = Table(
     Column("play_now", Integer, nullable=False, default=0, server_default="0"),
     Column("seed_chosen", Integer, nullable=False, default=0, server_default="0"),
     Column("ready_seconds", Float, nullable=True),
+    Column("daily", String(10), nullable=True),
     Index("ix_tables_status_created", "status", "created", "id"),
     Index("ix_tables_status_finished", "status", "finished", "id"),
     Index("ix_tables_play_now", "status", "game", "play_now", "created", "id"),

@@ -18,6 +18,7 @@ from sqlalchemy import and_, case, create_engine, event, literal, make_url, or_,
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import NullPool
+from sqlalchemy.sql.elements import ColumnElement
 
 from cardtable.server.storage import schema, sqlite_upkeep
 from cardtable.server.storage.migrate import migrate
@@ -36,6 +37,13 @@ def default_url() -> str:
     folder = Path(platformdirs.user_data_dir("cardtable"))
     folder.mkdir(parents=True, exist_ok=True)
     return f"sqlite+aiosqlite:///{folder / 'cardtable.db'}"
+
+
+def public(day: str) -> ColumnElement[bool]:
+    """The tables that are public on ``day`` (an ISO date, UTC): every table but a daily deal's of ``day`` or later
+    (``TableRow.daily``), which stays private while its day lasts."""
+    t = schema.tables
+    return or_(t.c.daily.is_(None), t.c.daily < day)
 
 
 def _json_dumps(value: Any) -> str:
@@ -163,16 +171,19 @@ class Store:
         return [str(r[0]) for r in rows]
 
     async def ended_tables(self, statuses: tuple[str, ...], before: tuple[str, str] | None,
-                           limit: int) -> list[TableRow]:
+                           limit: int, public_on: str | None = None) -> list[TableRow]:
         """Up to ``limit`` tables ended with one of ``statuses`` (``finished``, ``abandoned``), newest first (by
         ``finished`` time then id, both descending), before the key ``before`` = ``(finished, id)`` (``None``: from
         the newest), with their seats. One range of ``ix_tables_status_finished`` per status, each of ``limit``
-        keys at most, then the chosen rows: a page costs its own rows, not the number of tables ended."""
+        keys at most, then the chosen rows: a page costs its own rows, not the number of tables ended. With
+        ``public_on`` (an ISO date), the daily deals' tables of that day or later are left out (:func:`public`)."""
         t = schema.tables
         keys: list[tuple[str, str]] = []
         async with self.engine.connect() as conn:
             for status in statuses:
                 query = select(t.c.finished, t.c.id).where(t.c.status == status, t.c.finished.is_not(None))
+                if public_on is not None:
+                    query = query.where(public(public_on))
                 if before is not None:  # a row value: an index range on both databases, where an OR is a filter
                     query = query.where(tuple_(t.c.finished, t.c.id) < tuple_(literal(before[0]), literal(before[1])))
                 query = query.order_by(t.c.finished.desc(), t.c.id.desc()).limit(limit)
@@ -212,7 +223,7 @@ class Store:
                 schema.tables.insert().values(
                     id=row.id, game=row.game, options=row.options, status=row.status, seed=row.seed,
                     grace_seconds=row.grace_seconds, created=row.created, epoch=self.fences.get(row.id, 0),
-                    seed_chosen=int(row.seed_chosen), ready_seconds=row.ready_seconds,
+                    seed_chosen=int(row.seed_chosen), ready_seconds=row.ready_seconds, daily=row.daily,
                 )
             )
             conn.execute(
@@ -274,13 +285,14 @@ class Store:
     async def load_tables(self, *, statuses: tuple[str, ...] | None = None, table_id: str | None = None,
                           table_ids: list[str] | None = None, with_hands: bool = False, newest_first: bool = False,
                           limit: int | None = None, before: tuple[str, str] | None = None,
-                          after: tuple[str, str] | None = None) -> list[TableRow]:
+                          after: tuple[str, str] | None = None, public_on: str | None = None) -> list[TableRow]:
         """Tables by status, id or ids, with their seats and, if ``with_hands``, their hands and actions in order.
 
         ``newest_first``: by ``finished`` time then id, both descending (else by ``created`` then id);
         ``before``: only tables after ``(finished, id)`` in that order (the next page); ``after``: only tables
         after ``(created, id)`` in the oldest first order (one status and a ``limit``: a range of the index
-        ``ix_tables_status_created``, a page costs its own rows)."""
+        ``ix_tables_status_created``, a page costs its own rows); ``public_on`` (an ISO date): the daily deals'
+        tables of that day or later left out (:func:`public`)."""
         t = schema.tables
         query = select(t)
         if statuses is not None:
@@ -291,6 +303,8 @@ class Store:
             query = query.where(t.c.id.in_(table_ids))
         if before is not None:
             query = query.where(or_(t.c.finished < before[0], and_(t.c.finished == before[0], t.c.id < before[1])))
+        if public_on is not None:
+            query = query.where(public(public_on))
         if after is not None:  # a row value: an index range on both databases, where an OR is a filter
             query = query.where(tuple_(t.c.created, t.c.id) > tuple_(literal(after[0]), literal(after[1])))
         query = query.order_by(*((t.c.finished.desc(), t.c.id.desc()) if newest_first else (t.c.created, t.c.id)))
@@ -301,7 +315,7 @@ class Store:
                 TableRow(id=r.id, game=r.game, options=dict(r.options), status=r.status, seed=r.seed,
                          grace_seconds=r.grace_seconds, created=r.created, finished=r.finished, hands_played=r.hands,
                          totals=r.totals, winners=r.winners, seed_chosen=bool(r.seed_chosen),
-                         ready_seconds=r.ready_seconds)
+                         ready_seconds=r.ready_seconds, daily=r.daily)
                 for r in (await conn.execute(query)).all()
             ]
             by_id = {row.id: row for row in rows}

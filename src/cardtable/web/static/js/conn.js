@@ -1,6 +1,9 @@
 // One WebSocket to /ws/tables/{id} (docs/protocol.md): hello with the stored token, snapshots and
 // updates stamped with a version, actions with a client seq, automatic reconnection with backoff.
 
+/** Refusals of a connection that another try would meet again (a daily deal's table while its day lasts). */
+const FINAL = new Set(['daily.private']);
+
 export class TableConnection {
   /**
    * handlers: {welcome(msg), snapshot(msg), update(msg), table(msg), hand_over(msg), warning(msg),
@@ -83,6 +86,10 @@ export class TableConnection {
         break;
       }
       case 'pong': this.rtt = performance.now() - msg.t; break;
+      case 'error':
+        if (FINAL.has(msg.code)) this.closed = true; // asking again cannot help: no reconnection
+        this.h.error?.(msg);
+        break;
       default: this.h[msg.type]?.(msg);
     }
   }

@@ -1,5 +1,7 @@
 """The daily deal (issue 30): ``daily_results``, one attempt per account, game and day (UTC), with the table it
-was played at and, once its match ended, the score of the player's seat (``server/lobby/daily.py``).
+was played at and, once its match ended, the score of the player's seat (``server/lobby/daily.py``); and
+``tables.daily``, the day (ISO date) of a daily deal's table, which stays private while that day lasts
+(``server/lobby/daily_private.py``), ``NULL`` for every other table.
 
 Revision ID: daily_0001
 Revises: review_0001
@@ -29,8 +31,12 @@ def upgrade() -> None:
         sa.Column("score", sa.Integer, nullable=True),
     )
     op.create_index("ix_daily_results_account_game_day", "daily_results", ["account_id", "game", "day"])
+    with op.batch_alter_table("tables") as batch:
+        batch.add_column(sa.Column("daily", sa.String(10), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("tables") as batch:
+        batch.drop_column("daily")
     op.drop_index("ix_daily_results_account_game_day", table_name="daily_results")
     op.drop_table("daily_results")
