@@ -82,7 +82,9 @@ def make_bot(game: str, spec: str, seed: int) -> Bot:
     return get_bot(game, spec).make(seed)
 
 
-def run_bot(game: str, spec: str, seed: int, view: View, legal: Sequence[Action], fixed: bool = False) -> Action | None:
+def run_bot(
+    game: str, spec: str, seed: int, view: View, legal: Sequence[Action], fixed: bool = False
+) -> Action | None:
     """One choice by a fresh bot: a picklable entry point for a process pool. ``fixed``: the bot's fixed-budget form
     (``BotInfo.make_fixed``, when it has one), whose choice follows from ``seed``, ``view`` and ``legal`` alone."""
     info = get_bot(game, spec)

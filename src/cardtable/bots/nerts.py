@@ -21,11 +21,9 @@ public API). Its priorities, first that applies:
 
 from __future__ import annotations
 
-import itertools
-import operator
 import random
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Final
 
 from cardtable.bots import BotInfo, register
 from cardtable.cards import RANK_CODES
@@ -33,8 +31,8 @@ from cardtable.engine import Action, View
 
 __all__ = ["GreedyBot"]
 
-_RANKS = {code: i + 1 for i, code in enumerate(RANK_CODES)}
-_NEXT: dict[str, str] = {}
+_RANKS: Final = {code: i + 1 for i, code in enumerate(RANK_CODES)}
+_NEXT: Final[dict[str, str]] = {}
 for _suit in "SHDC":
     for _r in range(1, 13):
         _NEXT[RANK_CODES[_r - 1] + _suit] = RANK_CODES[_r] + _suit
@@ -51,19 +49,19 @@ def _red(code: str) -> int:
 class WantedCards:
     """The cards the open foundations take next (``"5S"`` on a foundation showing 4S), from a view's foundations.
 
-    Remembers its last answer: the engine shares unchanged foundation entries between views (and the whole list
-    while no foundation changes), so when the list, or every entry, is the very same object as last time, so is
-    the answer (the list and the entries are held, so they cannot be recycled).
+    Remembers its last answer and updates it entry by entry: the engine shares unchanged foundation entries between
+    views (and the whole list while no foundation changes), so an entry that is the very same object as last time,
+    at the same place, takes the same card (the list and the entries are held, so they cannot be recycled).
     """
 
     __slots__ = ("_cards", "_foundations", "_given", "_next", "_sizes", "_wanted")
 
     def __init__(self) -> None:
-        self._given: Sequence[dict[str, Any]] | None = None
+        self._given: list[dict[str, Any]] | None = None
         self._foundations: list[dict[str, Any]] = []
         self._next: list[str | None] = []  # per entry of _foundations: the card it takes next
         self._sizes: list[int] = []  # per entry: its cards
-        self._wanted: frozenset[str] = frozenset()
+        self._wanted: dict[str, int] = {}  # card -> open foundations that take it
         self._cards = 0
 
     @property
@@ -71,58 +69,116 @@ class WantedCards:
         """Cards in the foundations last asked about."""
         return self._cards
 
-    def __call__(self, foundations: Sequence[dict[str, Any]]) -> frozenset[str]:
+    def __call__(self, foundations: list[dict[str, Any]]) -> dict[str, int]:
+        """:meth:`of` (the cards the open foundations of ``foundations`` take next)."""
+        return self.of(foundations)
+
+    def of(self, foundations: list[dict[str, Any]]) -> dict[str, int]:
+        """The cards the open foundations of ``foundations`` (a view's list) take next: card code -> how many
+        foundations take it (only cards some foundation takes). The same dict, updated in place by the next call:
+        read it before then, and do not change it."""
         if foundations is self._given:
             return self._wanted
         self._given = foundations
         last = self._foundations
-        # an entry met last time at the same place has not changed: look only at the others
-        changed = list(itertools.compress(itertools.count(), map(operator.is_not, last, foundations)))
-        changed += range(len(last), len(foundations))
-        if not changed and len(last) == len(foundations):
-            return self._wanted
-        nexts, sizes = self._next, self._sizes
-        for i in changed:
+        nexts, sizes, wanted = self._next, self._sizes, self._wanted
+        known = len(last)
+        count = len(foundations)
+        changed = known != count
+        # an entry met last time at the same place has not changed: look only at the others (plain loops: a
+        # build compiled with mypyc runs them natively)
+        for i in range(count):
             f = foundations[i]
-            code = None
+            if i < known and last[i] is f:
+                continue
+            changed = True
+            code: str | None = None
+            cards: list[dict[str, Any]] = f["cards"]
             if not f["finished"]:
-                top = f["cards"][-1]
-                code = _NEXT.get(top.get("as", top["card"]))
+                top = cards[-1]
+                shown = top.get("as")
+                code = _NEXT.get(shown if shown is not None else top["card"])
             if i < len(nexts):
-                nexts[i], sizes[i] = code, len(f["cards"])
+                _forget(wanted, nexts[i])
+                self._cards -= sizes[i]
+                nexts[i] = code
+                sizes[i] = len(cards)
             else:
                 nexts.append(code)
-                sizes.append(len(f["cards"]))
-        del nexts[len(foundations) :], sizes[len(foundations) :]
-        self._foundations = list(foundations)
-        wanted = set(nexts)
-        wanted.discard(None)
-        self._wanted = frozenset(wanted)  # type: ignore[arg-type]
-        self._cards = sum(sizes)
-        return self._wanted
+                sizes.append(len(cards))
+            self._cards += len(cards)
+            if code is not None:
+                wanted[code] = wanted.get(code, 0) + 1
+        if changed:
+            for i in range(count, len(nexts)):  # entries no longer there
+                _forget(wanted, nexts[i])
+                self._cards -= sizes[i]
+            del nexts[count:], sizes[count:]
+            self._foundations = list(foundations)
+        return wanted
 
 
-_MOVE, _UNDER, _FLIP, _CALL, _STUCK, _CYCLE, _OTHER = range(7)
-_KINDS = {"move": _MOVE, "under": _UNDER, "flip": _FLIP, "nerts": _CALL, "stuck": _STUCK, "cycle": _CYCLE}
-_PILES = {"nerts": 0, "waste": 1, **{f"work:{j}": j + 2 for j in range(8)}}
-_KNOWN: dict[int, tuple[Action, int, int, int, int]] = {}
-"""id -> (action, kind, source, destination, count) of the legal actions met so far: the engine builds each of its
+def _forget(wanted: dict[str, int], code: str | None) -> None:
+    """One foundation fewer takes ``code`` (``None``: none did)."""
+    if code is not None:
+        left = wanted[code] - 1
+        if left:
+            wanted[code] = left
+        else:
+            del wanted[code]
+
+
+# the kinds of action (_parse)
+_MOVE: Final = 0
+_UNDER: Final = 1
+_FLIP: Final = 2
+_CALL: Final = 3
+_STUCK: Final = 4
+_CYCLE: Final = 5
+_OTHER: Final = 6
+_KINDS: Final = {
+    "move": _MOVE,
+    "under": _UNDER,
+    "flip": _FLIP,
+    "nerts": _CALL,
+    "stuck": _STUCK,
+    "cycle": _CYCLE,
+}
+_PILES: Final = {"nerts": 0, "waste": 1, **{f"work:{j}": j + 2 for j in range(8)}}
+
+
+class _Parsed:
+    """A legal action read once: ``kind`` one of ``_MOVE``...; ``src`` 0 the Nerts pile, 1 the waste, 2 + i work
+    pile i (-1 none); ``dst`` -1 a foundation, j work pile j (-2 none); ``count`` of cards."""
+
+    __slots__ = ("action", "count", "dst", "kind", "src")
+
+    def __init__(self, action: Action, kind: int, src: int, dst: int, count: int) -> None:
+        self.action = action
+        self.kind = kind
+        self.src = src
+        self.dst = dst
+        self.count = count
+
+
+_KNOWN: Final[dict[int, _Parsed]] = {}
+"""id -> the legal actions met so far, read (:class:`_Parsed`): the engine builds each of its
 actions once and lists that same object every time, so each is parsed once. The action is held, so its id cannot
 be reused while its entry lives; actions with ``as`` (built afresh) are not kept, and the whole is let go past
 :data:`_KNOWN_LIMIT` entries."""
-_KNOWN_LIMIT = 8192
+_KNOWN_LIMIT: Final = 8192
+_ONE_KEY: Final = frozenset({"flip", "stuck", "nerts", "cycle"})  # the kinds read from "type" alone
 
 
-def _parse(action: Action) -> tuple[Action, int, int, int, int]:
-    """``(action, kind, source, destination, count)``: kind one of ``_MOVE``...; source 0 the Nerts pile, 1 the
-    waste, 2 + i work pile i (-1 none); destination -1 a foundation, j work pile j (-2 none); count of cards."""
+def _parse(action: Action) -> _Parsed:
+    """``action`` read (:class:`_Parsed`), and kept in :data:`_KNOWN` unless it has an ``as``."""
     kind = _KINDS.get(action["type"], _OTHER)
     src = _PILES.get(action.get("from", ""), -1)
     dst = -2
     if kind in (_MOVE, _UNDER):
         to = action["to"]
         dst = -1 if to[0] == "f" else int(to[5:])
-    info = (action, kind, src, dst, action.get("count", 1))
+    info = _Parsed(action, kind, src, dst, action.get("count", 1))
     if "as" not in action:
         if len(_KNOWN) >= _KNOWN_LIMIT:
             _KNOWN.clear()
@@ -130,7 +186,7 @@ def _parse(action: Action) -> tuple[Action, int, int, int, int]:
     return info
 
 
-def own_layout(view: Mapping[str, Any], seat: int) -> Mapping[str, Any]:
+def own_layout(view: View, seat: int) -> dict[str, Any]:
     """The layout ``seat`` plays in ``view`` (its team's with partnerships); ``StopIteration`` if none."""
     layouts = view["layouts"]
     if layouts:
@@ -148,7 +204,7 @@ def _fits_on(card: str, top: str) -> bool:
 
 
 def pass_signature(
-    view: View, layout: Mapping[str, Any], foundation_cards: int | None = None
+    view: View, layout: dict[str, Any], foundation_cards: int | None = None
 ) -> tuple[Any, ...]:
     """What a full pass through the stock would change if any card moved: stock and waste counts, the waste's top,
     the Nerts pile's count, cards on the work piles and in the foundations (``foundation_cards`` when the caller
@@ -156,12 +212,17 @@ def pass_signature(
     flipped a whole pass without a play (rules: "Calling Nerts and the end of a hand", stuck)."""
     if foundation_cards is None:
         foundation_cards = sum([len(f["cards"]) for f in view["foundations"]])
+    work: list[list[str]] = layout["work"]
+    on_work = 0
+    for pile in work:
+        on_work += len(pile)
+    waste = layout["waste"]
     return (
         layout["stock"]["count"],
-        layout["waste"]["count"],
-        layout["waste"]["top"],
+        waste["count"],
+        waste["top"],
         layout["nerts"]["count"],
-        sum(map(len, layout["work"])),
+        on_work,
         foundation_cards,
     )
 
@@ -170,7 +231,10 @@ class GreedyBot:
     """The greedy Nerts bot (see the module docstring). ``miss_rate`` is the chance to overlook a play."""
 
     def __init__(self, seed: int, miss_rate: float = 0.0, max_cycles: int = 2) -> None:
-        self._rng = random.Random(seed)
+        self._seed = seed
+        self._rng: random.Random | None = (
+            None  # made when first drawn from: only a bot that misses plays draws
+        )
         self.miss_rate = miss_rate
         self.max_cycles = max_cycles
         self._seen: set[tuple[Any, ...]] = set()
@@ -180,7 +244,9 @@ class GreedyBot:
 
     def choose(self, view: View, legal: Sequence[Action]) -> Action | None:
         """One of ``legal``, or ``None`` to wait (only while stuck with nothing left to try)."""
-        if not legal or view.get("over"):
+        # a list: a compiled loop indexes it directly
+        actions = legal if isinstance(legal, list) else list(legal)
+        if not actions or view.get("over"):
             return None
         seat = view["seat"]
         layout = own_layout(view, seat)
@@ -192,7 +258,9 @@ class GreedyBot:
 
         call = flip = stuck = cycle = None
         # the first play to a foundation from the Nerts pile, from the waste, from a work pile
-        to_found: list[Action | None] = [None, None, None]
+        nerts_found: Action | None = None
+        waste_found: Action | None = None
+        work_found: Action | None = None
         nerts_work: Action | None = None
         nerts_empty: Action | None = None
         nerts_under: Action | None = None
@@ -200,17 +268,33 @@ class GreedyBot:
         waste_work: Action | None = None
         waste_empty: Action | None = None
         expose_empty: Action | None = None
-        wanted = self._wanted(view["foundations"])
+        wanted = self._wanted.of(view["foundations"])
         known = _KNOWN
-        for action in legal:
+        for action in actions:
+            # the one-key actions by their type alone (a compiled build compares the strings natively)
+            kind_name = action["type"]
+            if isinstance(kind_name, str) and kind_name in _ONE_KEY:
+                if kind_name == "flip":
+                    flip = action
+                elif kind_name == "stuck":
+                    stuck = action
+                elif kind_name == "nerts":
+                    call = action
+                else:
+                    cycle = action
+                continue
             info = known.get(id(action))
-            if info is None or info[0] is not action:
+            if info is None or info.action is not action:
                 info = _parse(action)
-            kind, src, dst = info[1], info[2], info[3]
+            kind, src, dst = info.kind, info.src, info.dst
             if kind == _MOVE:
                 if dst < 0:
-                    if to_found[src if src < 2 else 2] is None:
-                        to_found[src if src < 2 else 2] = action
+                    if src == 0:
+                        nerts_found = nerts_found or action
+                    elif src == 1:
+                        waste_found = waste_found or action
+                    else:
+                        work_found = work_found or action
                 elif src == 0:
                     if work[dst]:
                         nerts_work = nerts_work or action
@@ -223,7 +307,7 @@ class GreedyBot:
                         waste_empty = waste_empty or action
                 elif room is None or expose_empty is None:
                     pile = work[src - 2]
-                    count = info[4]
+                    count = info.count
                     dest = work[dst]
                     if count == len(pile):
                         if dest and nerts_top is not None:
@@ -254,15 +338,23 @@ class GreedyBot:
             others = [s for i, s in enumerate(scores) if i != seat and i not in layout["seats"]]
             if not others or mine >= max(others):
                 return self._did(call)
-        missing = self.miss_rate and flip is not None and self._rng.random() < self.miss_rate
+        missing = self.miss_rate and flip is not None and self._draw() < self.miss_rate
         if not missing:
-            for choice in (*to_found, nerts_work, nerts_empty, nerts_under, room, waste_work):
-                if choice is not None:
-                    return self._did(choice)
-            if nerts_top is None:
-                for choice in (waste_empty, expose_empty):
-                    if choice is not None:
-                        return self._did(choice)
+            # the priorities of the module docstring, in order (an action is a non-empty dict: never false)
+            choice = (
+                nerts_found
+                or waste_found
+                or work_found
+                or nerts_work
+                or nerts_empty
+                or nerts_under
+                or room
+                or waste_work
+            )
+            if choice is None and nerts_top is None:
+                choice = waste_empty or expose_empty
+            if choice is not None:
+                return self._did(choice)
         if call is not None:
             return self._did(call)
         signature = pass_signature(view, layout, self._wanted.cards)
@@ -279,6 +371,13 @@ class GreedyBot:
             self._seen.clear()
             return cycle
         return None
+
+    def _draw(self) -> float:
+        """The next draw of the bot's own ``random.Random(seed)``."""
+        rng = self._rng
+        if rng is None:
+            rng = self._rng = random.Random(self._seed)
+        return rng.random()
 
     def _did(self, action: Action) -> Action:
         """A move of our own: the stock is worth a fresh look."""

@@ -193,11 +193,11 @@ class ExpertBot:
         self._pending = action
         return action
 
-    def _decide(self, view: View, layout: Mapping[str, Any], legal: Sequence[Action]) -> Action | None:
+    def _decide(self, view: View, layout: dict[str, Any], legal: Sequence[Action]) -> Action | None:
         seat = view["seat"]
         nerts_top: str | None = layout["nerts"]["top"]
         work: list[list[str]] = layout["work"]
-        wanted = self._wanted(view["foundations"])
+        wanted = self._wanted.of(view["foundations"])
         # what the other seats show on top: they race us for these places
         rivals: set[str] = set()
         for lay in view["layouts"]:
@@ -321,7 +321,7 @@ class ExpertBot:
         return self._flip_or_wait(view, layout, flip, stuck, cycle, wanted)
 
     def _useful(
-        self, code: str | None, wanted: frozenset[str], nerts_top: str | None, work: list[list[str]]
+        self, code: str | None, wanted: dict[str, int], nerts_top: str | None, work: list[list[str]]
     ) -> bool:
         if code is None:
             return True  # not seen yet: worth a look
@@ -332,11 +332,11 @@ class ExpertBot:
     def _flip_or_wait(
         self,
         view: View,
-        layout: Mapping[str, Any],
+        layout: dict[str, Any],
         flip: Action | None,
         stuck: Action | None,
         cycle: Action | None,
-        wanted: frozenset[str],
+        wanted: dict[str, int],
     ) -> Action | None:
         nerts_top = layout["nerts"]["top"]
         work = layout["work"]

@@ -28,7 +28,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from cardtable.cards import RANK_CODES, SUITS, Card, standard_pack
 from cardtable.engine import Action, Event, HandResult, IllegalAction, OptionSpec, View
@@ -46,14 +46,14 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------------------
 # Card tables, indexed by the engine's card int (pack * 64 + local).
 
-_MAX_PACKS = 8
-_LOCAL_CODES: list[str] = [card.code for card in standard_pack(jokers=True)]
-_LOCAL_INDEX: dict[str, int] = {code: i for i, code in enumerate(_LOCAL_CODES)}
-CODE: list[str] = []
-RANK: list[int] = []  # 1..13, 0 for a joker
-SUIT: list[int] = []  # 0..3 (S H D C), -1 for a joker
-RED: list[int] = []  # 1 red, 0 black, -1 joker
-JOKER: list[bool] = []
+_MAX_PACKS: Final = 8
+_LOCAL_CODES: Final[list[str]] = [card.code for card in standard_pack(jokers=True)]
+_LOCAL_INDEX: Final[dict[str, int]] = {code: i for i, code in enumerate(_LOCAL_CODES)}
+CODE: Final[list[str]] = []
+RANK: Final[list[int]] = []  # 1..13, 0 for a joker
+SUIT: Final[list[int]] = []  # 0..3 (S H D C), -1 for a joker
+RED: Final[list[int]] = []  # 1 red, 0 black, -1 joker
+JOKER: Final[list[bool]] = []
 for _pack in range(_MAX_PACKS):
     for _local in range(64):
         if _local < 52:
@@ -72,10 +72,10 @@ for _pack in range(_MAX_PACKS):
 
 # A card fits on a work pile's top card exactly when FITS[top] == NEEDS[card] (one rank lower, the other colour);
 # jokers never match here (with jokers on, ``_consistent`` decides)
-FITS: list[int] = [RANK[c] * 2 + RED[c] if not JOKER[c] else -2 for c in range(len(CODE))]
-NEEDS: list[int] = [(RANK[c] + 1) * 2 + 1 - RED[c] if not JOKER[c] else -3 for c in range(len(CODE))]
+FITS: Final[list[int]] = [RANK[c] * 2 + RED[c] if not JOKER[c] else -2 for c in range(len(CODE))]
+NEEDS: Final[list[int]] = [(RANK[c] + 1) * 2 + 1 - RED[c] if not JOKER[c] else -3 for c in range(len(CODE))]
 
-_SUIT_NAMES = ("spades", "hearts", "diamonds", "clubs")
+_SUIT_NAMES: Final = ("spades", "hearts", "diamonds", "clubs")
 
 
 def _pile(ref: str) -> dict[str, Any]:
@@ -231,7 +231,9 @@ OPTION_SPECS: list[OptionSpec] = [
     OptionSpec("nerts_penalty", "int", 2, 0, 5, help="Points lost per card left in a Nerts pile."),
     OptionSpec("nerts_bonus", "int", 0, 0, 20, help="Points for calling Nerts."),
     OptionSpec("target_score", "int", 100, 10, 1000, help="The match ends when someone reaches this."),
-    OptionSpec("hands", "int", 0, 0, 50, help="The match ends after this many hands at the latest (0: no limit)."),
+    OptionSpec(
+        "hands", "int", 0, 0, 50, help="The match ends after this many hands at the latest (0: no limit)."
+    ),
     OptionSpec("jokers", "bool", False, help="Two wild jokers per pack."),
     OptionSpec("auto_nerts", "bool", False, help="Emptying a Nerts pile calls Nerts at once."),
     OptionSpec(
@@ -259,10 +261,20 @@ def seed_packs(seed: int, layouts: int, jokers: bool = False) -> list[list[str]]
     Each pack starts from ``standard_pack(jokers)`` order. Stable: records may rely on it.
     """
     rng = random.Random(seed)
+    order = _LOCAL_CODES[: 54 if jokers else 52]  # standard_pack(jokers) order
     packs = []
+    getrandbits = rng.getrandbits
     for _ in range(layouts):
-        codes = [card.code for card in standard_pack(jokers)]
-        rng.shuffle(codes)
+        codes = order[:]
+        # rng.shuffle(codes), drawn the same way (the same swaps from the same state: random.Random's getrandbits
+        # rejection for each randbelow) in this module's own loop
+        for i in range(len(codes) - 1, 0, -1):
+            n = i + 1
+            bits = n.bit_length()
+            j = getrandbits(bits)
+            while j >= n:
+                j = getrandbits(bits)
+            codes[i], codes[j] = codes[j], codes[i]
         packs.append(codes)
     return packs
 
@@ -424,29 +436,33 @@ class _Foundation:
         return _foundation_from, (_attributes(self),)
 
 
-_WORK_NAMES = [f"work:{j}" for j in range(6)]
-_WORK_REFS = {name: j for j, name in enumerate(_WORK_NAMES)}
+_WORK_NAMES: Final = [f"work:{j}" for j in range(6)]
+_WORK_REFS: Final = {name: j for j, name in enumerate(_WORK_NAMES)}
 
 # Every action ``legal_actions`` lists but a joker's ``as`` plays is built once, here, and shared by every list of
 # every hand (``legal_actions``: "treat them as read-only"). Sources by index: 0 the Nerts pile, 1 the waste,
 # 2 + j work pile j.
-_SOURCES = ["nerts", "waste", *_WORK_NAMES]
-_MAX_FOUNDATIONS = 64  # 8 packs of 4 aces and 2 jokers start at most 48
-_MAX_RUN = 14  # a work pile holds at most 13 cards (king down to ace, jokers standing in)
-_TO_WORK: list[list[Action]] = [[{"type": "move", "from": s, "to": w} for w in _WORK_NAMES] for s in _SOURCES]
-_UNDER: list[list[Action]] = [[{"type": "under", "from": s, "to": w} for w in _WORK_NAMES] for s in _SOURCES]
-_RUN: list[list[list[Action]]] = [
+_SOURCES: Final = ["nerts", "waste", *_WORK_NAMES]
+_MAX_FOUNDATIONS: Final = 64  # 8 packs of 4 aces and 2 jokers start at most 48
+_MAX_RUN: Final = 14  # a work pile holds at most 13 cards (king down to ace, jokers standing in)
+_TO_WORK: Final[list[list[Action]]] = [
+    [{"type": "move", "from": s, "to": w} for w in _WORK_NAMES] for s in _SOURCES
+]
+_UNDER: Final[list[list[Action]]] = [
+    [{"type": "under", "from": s, "to": w} for w in _WORK_NAMES] for s in _SOURCES
+]
+_RUN: Final[list[list[list[Action]]]] = [
     [[{"type": "move", "from": a, "to": b, "count": k} for k in range(_MAX_RUN)] for b in _WORK_NAMES]
     for a in _WORK_NAMES
 ]
-_TO_NEW: list[Action] = [{"type": "move", "from": s, "to": "foundation:new"} for s in _SOURCES]
-_TO_FOUNDATION: list[list[Action]] = [
+_TO_NEW: Final[list[Action]] = [{"type": "move", "from": s, "to": "foundation:new"} for s in _SOURCES]
+_TO_FOUNDATION: Final[list[list[Action]]] = [
     [{"type": "move", "from": s, "to": f"foundation:{fid}"} for fid in range(_MAX_FOUNDATIONS)]
     for s in _SOURCES
 ]
 # id -> (action, source index, destination, count) of each move above: destination j for work pile j, -1 for a new
 # foundation, -2 - ID for foundation ID. Only ``apply`` reads it, to skip parsing an action it built itself.
-_PARSED: dict[int, tuple[Action, int, int, int]] = {}
+_PARSED: Final[dict[int, tuple[Action, int, int, int]]] = {}
 for _s in range(len(_SOURCES)):
     _PARSED[id(_TO_NEW[_s])] = (_TO_NEW[_s], _s, -1, 1)
     for _j in range(len(_WORK_NAMES)):
@@ -457,10 +473,10 @@ for _i in range(len(_WORK_NAMES)):
     for _j in range(len(_WORK_NAMES)):
         for _k in range(1, _MAX_RUN):
             _PARSED[id(_RUN[_i][_j][_k])] = (_RUN[_i][_j][_k], _i + 2, _j, _k)
-_FLIP: Action = {"type": "flip"}
-_CYCLE: Action = {"type": "cycle"}
-_STUCK: Action = {"type": "stuck"}
-_CALL: Action = {"type": "nerts"}
+_FLIP: Final[Action] = {"type": "flip"}
+_CYCLE: Final[Action] = {"type": "cycle"}
+_STUCK: Final[Action] = {"type": "stuck"}
+_CALL: Final[Action] = {"type": "nerts"}
 
 
 def _run_action(i: int, j: int, k: int) -> Action:
@@ -477,10 +493,54 @@ def _found_action(src: int, fid: int) -> Action:
     return {"type": "move", "from": _SOURCES[src], "to": f"foundation:{fid}"}  # pragma: no cover
 
 
-_MOVE_KEYS = frozenset({"type", "from", "to", "count", "as"})
-_UNDER_KEYS = frozenset({"type", "from", "to"})
-_TYPE_ONLY = frozenset({"type"})
-_NO_TIES: list[_Foundation] = []  # never changed
+_MOVE_KEYS: Final = frozenset({"type", "from", "to", "count", "as"})
+_UNDER_KEYS: Final = frozenset({"type", "from", "to"})
+_TYPE_ONLY: Final = frozenset({"type"})
+_NO_TIES: Final[list[_Foundation]] = []  # never changed
+_PARSE: Final = -2  # _to_foundation's target when it is read from the action's "to"
+_FOUNDATION_NAMES: Final = [f"foundation:{fid}" for fid in range(_MAX_FOUNDATIONS)]
+_WANT_KEYS: Final = 64  # suit * 16 + rank for suits 0 to 3 and ranks to 14 (a tie on a king)
+_MAX_TIES: Final = 128  # more than the foundations of 8 packs: a factor of legal_actions' cache key
+
+
+def _str_keyed(keys: Sequence[str], values: Sequence[Any]) -> dict[str, Any]:
+    """A dict built key by key: CPython then keeps it as a dict of string keys only, whose lookups take the fast
+    path (a dict display compiled with mypyc is presized, and a presized dict takes the general path)."""
+    out: dict[str, Any] = {}
+    for key, value in zip(keys, values, strict=True):
+        out[key] = value
+    return out
+
+
+# the views' dicts are copies of these (a copy keeps the fast kind), their values set in place
+_VIEW: Final = _str_keyed(
+    ("game", "seat", "players", "ms", "layouts", "foundations", "called", "over", "ended", "scores"),
+    ("nerts", None, 0, 0, [], [], None, False, None, []),
+)
+_LAYOUT_VIEW: Final = _str_keyed(
+    ("pack", "seats", "nerts", "work", "stock", "waste", "stuck"), (0, [], None, [], None, None, False)
+)
+
+
+def _drop(founds: list[_Foundation], found: _Foundation) -> None:
+    """Remove ``found`` from ``founds`` if it is there (compared by identity: no ``__eq__`` call per entry)."""
+    for i in range(len(founds)):
+        if founds[i] is found:
+            del founds[i]
+            return
+
+
+def _by_fid(found: _Foundation) -> int:
+    return found.fid
+
+
+def _onto_work(to_work: list[Action], need: int, fits: list[int], out: list[Action]) -> None:
+    """Append the moves of ``to_work`` (one per work pile) that a card of :data:`NEEDS` ``need`` may make: onto an
+    empty pile (``fits`` -1) or a top card it fits on."""
+    for j in range(len(fits)):
+        fit = fits[j]
+        if fit < 0 or fit == need:
+            out.append(to_work[j])
 
 
 class NertsState:
@@ -508,7 +568,8 @@ class NertsState:
         ]
         self._seat_layout = [self._layouts[s % n_layouts] for s in range(self.players)]
         self._foundations: list[_Foundation] = []
-        self._wants: dict[int, list[_Foundation]] = {}  # suit * 16 + next rank -> open foundations
+        # by suit * 16 + next rank: the open foundations that take it (None until one first did)
+        self._wants: list[list[_Foundation] | None] = [None] * _WANT_KEYS
         self._in_found = [0] * n_layouts  # cards of each pack in foundations
         self._ms = 0
         self._called: int | None = None
@@ -522,26 +583,34 @@ class NertsState:
         # caches, rebuilt when dirty: per layout its view, its moves that involve no foundation and its last legal
         # list (_touch), per foundation its view, and the view every seat shares until the next applied action
         self._layout_views: list[dict[str, Any] | None] = [None] * n_layouts
+        # parts of the layout views kept longer: the seats (never change) and the Nerts pile (until a card leaves it)
+        self._seat_lists = [list(layout.seats) for layout in self._layouts]
+        self._nerts_views: list[dict[str, Any] | None] = [None] * n_layouts
         self._layout_moves: list[list[Action] | None] = [None] * n_layouts
         # per layout what depends on its work piles alone, kept while they are unchanged (_touch with work=True):
         # the runs between them with whether one is empty, and their cards as the view shows them
         self._work_moves: list[tuple[list[Action], bool, list[int]] | None] = [None] * n_layouts
         self._work_view: list[list[list[str]] | None] = [None] * n_layouts
+        self._pile_codes: list[list[list[str] | None]] = [
+            [None] * options.work_piles for _ in range(n_layouts)
+        ]
         # and the plays from its work piles to foundations, good for the same key as _legal below
-        self._work_found: list[tuple[tuple[int, tuple[int, ...], bool], list[Action]] | None] = [
-            None
-        ] * n_layouts
+        self._work_found: list[list[Action] | None] = [None] * n_layouts
+        self._work_found_key = [-1] * n_layouts
         # per seat, until a card leaves a Nerts pile or reaches a foundation
         self._scores: list[int] | None = None
         self._found_list: list[dict[str, Any]] | None = None  # the views' "foundations", until one changes
         # per layout its last legal list, good while no foundation changed, the same ones are in the tie window and
-        # Nerts is still uncalled: (foundation version, ids in the window, uncalled)
-        self._legal: list[tuple[tuple[int, tuple[int, ...], bool], list[Action]] | None] = [None] * n_layouts
+        # Nerts is still uncalled: its key is _legal_key (foundation version, foundations in the window, uncalled)
+        self._legal: list[list[Action] | None] = [None] * n_layouts
+        self._legal_key = [-1] * n_layouts
         self._found_version = 0  # foundation plays so far
-        self._found_ms = -(1 << 62)  # when the last card went to a foundation
+        self._found_ms = -(1 << 60)  # when the last card went to a foundation (a short int for mypyc)
         self._found_views: list[dict[str, Any]] = []
-        self._view: dict[str, Any] | None = None
-        self._recent: dict[int, _Foundation] = {}  # foundations by id, the one played on last at the end
+        self._view: dict[str, Any] | None = None  # _view_base while up to date
+        self._view_base = _VIEW.copy()
+        self._view_base["players"] = self.players
+        self._recent: list[_Foundation] = []  # the foundations played on, in the order of their last play
 
     def __reduce__(
         self,
@@ -636,20 +705,27 @@ class NertsState:
         for layout in self._layouts:
             self._touch(layout, work)
 
-    def _ties(self, now: int) -> list[_Foundation]:
-        """The foundations whose top card was played at most ``tie_window_ms`` before ``now``, by id: the only
-        ones a card of the same rank from another pack may still join (rules: "Simultaneous play and conflicts").
-        Play times never go down, so the walk from the latest played stops at the first one out of the window."""
+    def _tie_count(self, now: int) -> int:
+        """How many foundations have their top card played at most ``tie_window_ms`` before ``now``: the only ones
+        a card of the same rank from another pack may still join (rules: "Simultaneous play and conflicts"). Play
+        times never go down, so they are the last ones of ``_recent``, and the walk stops at the first out of the
+        window."""
         window = self.options.tie_window_ms
-        out: list[_Foundation] = []
-        if not window:
-            return out
-        for found in reversed(self._recent.values()):
-            if now > found.top_ms + window:
-                break
-            out.append(found)
-        if len(out) > 1:
-            out.sort(key=lambda f: f.fid)
+        if not window or now > self._found_ms + window:
+            return 0
+        recent = self._recent
+        i = len(recent) - 1
+        while i >= 0 and now <= recent[i].top_ms + window:
+            i -= 1
+        return len(recent) - 1 - i
+
+    def _ties(self, count: int) -> list[_Foundation]:
+        """The last ``count`` foundations played on (:meth:`_tie_count`), by id."""
+        if not count:
+            return _NO_TIES
+        out = self._recent[len(self._recent) - count :]
+        if count > 1:
+            out.sort(key=_by_fid)
         return out
 
     def _foundation_moves(
@@ -684,7 +760,7 @@ class NertsState:
         rank = RANK[card]
         if rank == 1:
             out.append(_TO_NEW[src])
-        wants = self._wants.get(SUIT[card] * 16 + rank)
+        wants = self._wants[SUIT[card] * 16 + rank]
         if wants:
             for f in wants:
                 out.append(
@@ -713,34 +789,38 @@ class NertsState:
         if self._called is not None and now > self._called_ms + self.options.in_flight_ms:
             return []
         layout = self._seat_layout[seat]
-        window = self.options.tie_window_ms
-        ties = self._ties(now) if window and now <= self._found_ms + window else _NO_TIES
-        key = (self._found_version, tuple([f.fid for f in ties]) if ties else (), self._called is None)
-        kept = self._legal[layout.pack]
-        if kept is not None and kept[0] == key:
-            return kept[1][:]
+        pack = layout.pack
+        count = self._tie_count(now)
+        key = (self._found_version * _MAX_TIES + count) * 2 + (1 if self._called is None else 0)
+        kept = self._legal[pack]
+        if kept is not None and self._legal_key[pack] == key:
+            return kept[:]
+        ties = self._ties(count)
         out: list[Action] = []
-        if layout.nerts:
-            self._foundation_moves(0, layout.nerts[-1], now, ties, out)
-        if layout.waste:
-            self._foundation_moves(1, layout.waste[-1], now, ties, out)
-        work_found = self._work_found[layout.pack]
-        if work_found is None or work_found[0] != key:
-            plays: list[Action] = []
+        nerts, waste = layout.nerts, layout.waste
+        if nerts:
+            self._foundation_moves(0, nerts[-1], now, ties, out)
+        if waste:
+            self._foundation_moves(1, waste[-1], now, ties, out)
+        work_found = self._work_found[pack]
+        if work_found is None or self._work_found_key[pack] != key:
+            work_found = []
             j = 2
             for pile in layout.work:
                 if pile:
-                    self._foundation_moves(j, pile[-1], now, ties, plays)
+                    self._foundation_moves(j, pile[-1], now, ties, work_found)
                 j += 1
-            work_found = self._work_found[layout.pack] = (key, plays)
-        out += work_found[1]
-        moves = self._layout_moves[layout.pack]
+            self._work_found[pack] = work_found
+            self._work_found_key[pack] = key
+        out += work_found
+        moves = self._layout_moves[pack]
         if moves is None:
-            moves = self._layout_moves[layout.pack] = self._moves_within(layout)
+            moves = self._layout_moves[pack] = self._moves_within(layout)
         out += moves
-        if not layout.nerts and self._called is None:
+        if not nerts and self._called is None:
             out.append(_CALL)
-        self._legal[layout.pack] = (key, out)
+        self._legal[pack] = out
+        self._legal_key[pack] = key
         return out[:]
 
     def _moves_within(self, layout: _Layout) -> list[Action]:
@@ -749,16 +829,16 @@ class NertsState:
         out: list[Action] = []
         work = layout.work
         piles = len(work)
-        jokers = self.options.jokers
-        singles: list[tuple[int, int]] = []  # (source index, card)
-        if layout.nerts:
-            singles.append((0, layout.nerts[-1]))
-        if layout.waste:
-            singles.append((1, layout.waste[-1]))
+        nerts, waste = layout.nerts, layout.waste
         runs = self._work_moves[layout.pack]
         if runs is None:
             runs = self._work_moves[layout.pack] = self._runs(layout)
-        if jokers:
+        if self.options.jokers:
+            singles: list[tuple[int, int]] = []  # (source index, card)
+            if nerts:
+                singles.append((0, nerts[-1]))
+            if waste:
+                singles.append((1, waste[-1]))
             # single cards from the Nerts pile and the waste onto work piles
             for src, card in singles:
                 to_work = _TO_WORK[src]
@@ -778,16 +858,17 @@ class NertsState:
                                 out.append(_UNDER[src][j])
         else:
             fits = runs[2]  # FITS of each work pile's top, -1 for an empty pile
-            for src, card in singles:
-                to_work = _TO_WORK[src]
-                need = NEEDS[card]
-                for j in range(piles):
-                    fit = fits[j]
-                    if fit < 0 or fit == need:
-                        out.append(to_work[j])
+            if nerts:
+                _onto_work(_TO_WORK[0], NEEDS[nerts[-1]], fits, out)
+            if waste:
+                _onto_work(_TO_WORK[1], NEEDS[waste[-1]], fits, out)
             out += runs[0]
             if runs[1]:
-                keys = [(src, FITS[card]) for src, card in singles]
+                keys: list[tuple[int, int]] = []  # (source index, FITS of its top card)
+                if nerts:
+                    keys.append((0, FITS[nerts[-1]]))
+                if waste:
+                    keys.append((1, FITS[waste[-1]]))
                 keys += [(j + 2, fits[j]) for j in range(piles) if fits[j] >= 0]
                 for j in range(piles):
                     dest = work[j]
@@ -796,7 +877,7 @@ class NertsState:
                         for src, fit in keys:
                             if fit == need and src != j + 2:
                                 out.append(_UNDER[src][j])
-        if layout.stock or layout.waste:
+        if layout.stock or waste:
             out.append(_FLIP)
         if layout.stuck:
             if layout.stock:
@@ -853,9 +934,13 @@ class NertsState:
         self._view = None  # changed: the shared view is built again when next asked for
         return events
 
-    def _apply(self, seat: object, action: object, ms: object) -> list[Event]:
-        # a dict first: the ABC check is slow
-        if type(action) is not dict and not isinstance(action, Mapping):
+    def _apply(self, seat: object, given: object, ms: object) -> list[Event]:
+        # a dict first: the ABC check is slow; any other mapping is read as a dict (the checks below read dicts)
+        if isinstance(given, dict):
+            action: dict[str, Any] = given
+        elif isinstance(given, Mapping):
+            action = dict(given)
+        else:
             raise IllegalAction("an action is an object with a 'type'", code="action.malformed")
         kind = action.get("type")
         if not isinstance(ms, int) or isinstance(ms, bool) or ms < 0:
@@ -981,7 +1066,7 @@ class NertsState:
             )
 
     @staticmethod
-    def _check_keys(action: Mapping[str, Any], allowed: frozenset[str]) -> None:
+    def _check_keys(action: dict[str, Any], allowed: frozenset[str]) -> None:
         for key in action:
             if key not in allowed:
                 raise IllegalAction(
@@ -1026,7 +1111,7 @@ class NertsState:
             )
         return j
 
-    def _move(self, seat: int, layout: _Layout, action: Mapping[str, Any], ms: int) -> list[Event]:
+    def _move(self, seat: int, layout: _Layout, action: dict[str, Any], ms: int) -> list[Event]:
         parsed = _PARSED.get(id(action))
         if parsed is not None and parsed[0] is action:  # one of legal_actions' own: known well formed
             events = self._known_move(seat, layout, action, parsed[1], parsed[2], parsed[3], ms)
@@ -1065,7 +1150,7 @@ class NertsState:
                 raise IllegalAction(
                     "only one card at a time goes to a foundation", code="nerts.foundation_one_card"
                 )
-            return self._to_foundation(seat, layout, action, pile, src, src_work, dst, ms)
+            return self._to_foundation(seat, layout, action, pile, src, src_work, dst, _PARSE, ms)
         if "as" in action:
             raise IllegalAction("'as' is only for a joker going to a foundation", code="nerts.as_not_joker")
         j = self._work_index(layout, dst, "to")
@@ -1091,7 +1176,7 @@ class NertsState:
         return self._work_move(seat, layout, pile, src, dest, dst, count, ms)
 
     def _known_move(
-        self, seat: int, layout: _Layout, action: Mapping[str, Any], source: int, to: int, count: int, ms: int
+        self, seat: int, layout: _Layout, action: dict[str, Any], source: int, to: int, count: int, ms: int
     ) -> list[Event] | None:
         """Apply a move ``legal_actions`` built (parsed in ``_PARSED``) when it is legal now; ``None`` when it is
         not, and then the full checks of :meth:`_move` name what is wrong."""
@@ -1108,7 +1193,8 @@ class NertsState:
             return None
         src = _SOURCES[source]
         if to < 0:
-            return self._to_foundation(seat, layout, action, pile, src, src_work, action["to"], ms)
+            target = -1 if to == -1 else -2 - to
+            return self._to_foundation(seat, layout, action, pile, src, src_work, action["to"], target, ms)
         if to >= len(work) or to == src_work:
             return None
         dest = work[to]
@@ -1138,6 +1224,7 @@ class NertsState:
         run = pile[len(pile) - count :]
         del pile[len(pile) - count :]
         dest += run
+        self._piles_changed(layout, pile, dest)
         events: list[Event] = [
             {
                 "type": "moved",
@@ -1158,13 +1245,16 @@ class NertsState:
         self,
         seat: int,
         layout: _Layout,
-        action: Mapping[str, Any],
+        action: dict[str, Any],
         pile: list[int],
         src: str,
         src_work: int,
         dst: str,
+        target: int,
         ms: int,
     ) -> list[Event]:
+        """Play the top card of ``pile`` to the foundation ``dst`` names: ``target`` is -1 for a new one, its id,
+        or ``_PARSE`` to read it from ``dst``."""
         card = pile[-1]
         pack = card >> 6
         if JOKER[card]:
@@ -1190,9 +1280,9 @@ class NertsState:
                     "'as' is only for a joker going to a foundation", code="nerts.as_not_joker"
                 )
             rank, suit = RANK[card], SUIT[card]
-        name = _card_code(rank, suit)
+        name = _card_code(rank, suit) if JOKER[card] else CODE[card]
         found: _Foundation | None = None
-        if dst == "foundation:new":
+        if target == -1 or (target == _PARSE and dst == "foundation:new"):
             if rank != 1:
                 raise IllegalAction(
                     f"only an ace starts a foundation ({name} is not an ace)",
@@ -1200,14 +1290,16 @@ class NertsState:
                     params={"card": name},
                 )
         else:
-            text = dst[len("foundation:") :]
-            if not text.isdigit():
-                raise IllegalAction(
-                    f"unknown pile {dst!r} (expected 'foundation:new' or 'foundation:ID')",
-                    code="action.bad_pile",
-                    params={"field": "to"},
-                )
-            fid = int(text)
+            fid = target
+            if target == _PARSE:
+                text = dst[len("foundation:") :]
+                if not text.isdigit():
+                    raise IllegalAction(
+                        f"unknown pile {dst!r} (expected 'foundation:new' or 'foundation:ID')",
+                        code="action.bad_pile",
+                        params={"field": "to"},
+                    )
+                fid = int(text)
             if fid >= len(self._foundations):
                 raise IllegalAction(f"{dst} has not been started", code="nerts.no_foundation")
             found = self._foundations[fid]
@@ -1252,26 +1344,31 @@ class NertsState:
                 )
         # mutate
         pile.pop()
+        if src_work >= 0:
+            self._piles_changed(layout, pile, pile)
         self._found_version += 1
         if found is None:
             found = _Foundation(len(self._foundations), suit)
             self._foundations.append(found)
             self._found_views.append({})
         else:
-            wants = self._wants.get(suit * 16 + found.top_rank + 1)
-            if wants is not None and found in wants:
-                wants.remove(found)
+            wants = self._wants[suit * 16 + found.top_rank + 1]
+            if wants is not None:
+                _drop(wants, found)
         found.cards.append(card)
         found.decl.append(rank)
         found.top_rank = rank
         found.top_ms = ms
         found.top_pack = pack
-        self._recent.pop(found.fid, None)
-        self._recent[found.fid] = found
+        _drop(self._recent, found)
+        self._recent.append(found)
         if rank == 13:
             found.finished = True
         else:
-            self._wants.setdefault(suit * 16 + rank + 1, []).append(found)
+            wants = self._wants[suit * 16 + rank + 1]
+            if wants is None:
+                wants = self._wants[suit * 16 + rank + 1] = []
+            wants.append(found)
         self._in_found[pack] += 1
         self._found_ms = ms
         self._scores = None
@@ -1282,7 +1379,7 @@ class NertsState:
             "seat": seat,
             "pack": layout.pack,
             "from": src,
-            "to": f"foundation:{found.fid}",
+            "to": _FOUNDATION_NAMES[found.fid] if found.fid < _MAX_FOUNDATIONS else f"foundation:{found.fid}",
             "cards": [CODE[card]],
         }
         if JOKER[card]:
@@ -1290,16 +1387,17 @@ class NertsState:
         events: list[Event] = [event]
         if found.finished:
             events.append({"type": "finished", "foundation": found.fid})
-        self._found_views[found.fid] = self._foundation_view(found)
+        self._found_views[found.fid] = self._foundation_view(found, self._found_views[found.fid])
         self._after_card_left(seat, layout, src, ms, events)
         layout.stuck = False
         self._moved_since_rotate = True
-        self._touch(layout)
+        self._touch(layout, src_work >= 0)  # the work piles changed only if the card came from one
         return events
 
     def _after_card_left(self, seat: int, layout: _Layout, src: str, ms: int, events: list[Event]) -> None:
         if src != "nerts":
             return
+        self._nerts_views[layout.pack] = None
         self._scores = None
         self._last_progress = ms
         if layout.nerts:
@@ -1309,7 +1407,7 @@ class NertsState:
             self._called_ms = ms
             events.append({"type": "nerts", "seat": seat})
 
-    def _under(self, seat: int, layout: _Layout, action: Mapping[str, Any], ms: int) -> list[Event]:
+    def _under(self, seat: int, layout: _Layout, action: dict[str, Any], ms: int) -> list[Event]:
         self._check_keys(action, _UNDER_KEYS)
         pile, src_work, src = self._source(layout, action.get("from"))
         j = self._work_index(layout, action.get("to"), "to")
@@ -1345,6 +1443,7 @@ class NertsState:
             )
         pile.pop()
         dest.insert(0, card)
+        self._piles_changed(layout, pile, dest)
         events: list[Event] = [
             {
                 "type": "slid_under",
@@ -1415,13 +1514,15 @@ class NertsState:
     # -- views ---------------------------------------------------------------------------------------------
 
     @staticmethod
-    def _foundation_view(found: _Foundation) -> dict[str, Any]:
-        cards = []
-        for card, rank in zip(found.cards, found.decl, strict=True):
-            entry: dict[str, Any] = {"card": CODE[card], "pack": card >> 6}
-            if JOKER[card]:
-                entry["as"] = _card_code(rank, found.suit)
-            cards.append(entry)
+    def _foundation_view(found: _Foundation, last: dict[str, Any]) -> dict[str, Any]:
+        """``found``'s view after one card more than in ``last`` (its previous view, ``{}`` for a new one): the
+        entries of the cards below are ``last``'s own (views are read-only)."""
+        cards: list[dict[str, Any]] = list(last["cards"]) if last else []
+        card = found.cards[-1]
+        entry: dict[str, Any] = {"card": CODE[card], "pack": card >> 6}
+        if JOKER[card]:
+            entry["as"] = _card_code(found.decl[-1], found.suit)
+        cards.append(entry)
         return {"id": found.fid, "suit": SUITS[found.suit], "cards": cards, "finished": found.finished}
 
     def _layout_view(self, layout: _Layout) -> dict[str, Any]:
@@ -1429,15 +1530,21 @@ class NertsState:
         if cached is not None:
             return cached
         nerts, waste = layout.nerts, layout.waste
-        view: dict[str, Any] = {
-            "pack": layout.pack,
-            "seats": list(layout.seats),
-            "nerts": {"count": len(nerts), "top": CODE[nerts[-1]] if nerts else None},
-            "work": self._work_codes(layout),
-            "stock": {"count": len(layout.stock)},
-            "waste": {"count": len(waste), "top": CODE[waste[-1]] if waste else None},
-            "stuck": layout.stuck,
-        }
+        pack = layout.pack
+        nerts_view = self._nerts_views[pack]
+        if nerts_view is None:
+            nerts_view = self._nerts_views[pack] = {
+                "count": len(nerts),
+                "top": CODE[nerts[-1]] if nerts else None,
+            }
+        view = _LAYOUT_VIEW.copy()  # the keys in order, each set below
+        view["pack"] = pack
+        view["seats"] = self._seat_lists[pack]
+        view["nerts"] = nerts_view
+        view["work"] = self._work_codes(layout)
+        view["stock"] = {"count": len(layout.stock)}
+        view["waste"] = {"count": len(waste), "top": CODE[waste[-1]] if waste else None}
+        view["stuck"] = layout.stuck
         if self._ended is not None:
             view["nerts_cards"] = [CODE[c] for c in nerts]
             view["stock_cards"] = [CODE[c] for c in reversed(layout.stock)]
@@ -1449,8 +1556,23 @@ class NertsState:
         """The cards of ``layout``'s work piles as codes, kept until they change."""
         codes = self._work_view[layout.pack]
         if codes is None:
-            codes = self._work_view[layout.pack] = [[CODE[c] for c in pile] for pile in layout.work]
+            kept = self._pile_codes[layout.pack]  # per pile, until that pile changes (_piles_changed)
+            codes = []
+            for j, pile in enumerate(layout.work):
+                pile_codes = kept[j]
+                if pile_codes is None:
+                    pile_codes = kept[j] = [CODE[c] for c in pile]
+                codes.append(pile_codes)
+            self._work_view[layout.pack] = codes
         return codes
+
+    def _piles_changed(self, layout: _Layout, first: list[int], second: list[int]) -> None:
+        """The piles ``first`` and ``second`` of ``layout`` changed: those that are work piles show anew."""
+        kept = self._pile_codes[layout.pack]
+        work = layout.work
+        for j in range(len(work)):
+            if work[j] is first or work[j] is second:
+                kept[j] = None
 
     def view(self, seat: int | None) -> View:
         """What ``seat`` sees (``None``: a spectator); the shape is documented in ``docs/views-nerts.md``.
@@ -1461,21 +1583,19 @@ class NertsState:
         """
         shared = self._view
         if shared is None:  # built once per applied action: every seat sees the same, but for "seat"
-            shared = self._view = {
-                "game": "nerts",
-                "seat": None,
-                "players": self.players,
-                "ms": self._ms,
-                "layouts": [
-                    kept if kept is not None else self._layout_view(layout)
-                    for kept, layout in zip(self._layout_views, self._layouts, strict=True)
-                ],
-                "foundations": self._foundations_view(),
-                "called": self._called,
-                "over": self._ended is not None,
-                "ended": self._ended,
-                "scores": self._seat_scores(),
-            }
+            layouts: list[dict[str, Any]] = []
+            for layout in self._layouts:
+                kept = self._layout_views[layout.pack]
+                layouts.append(kept if kept is not None else self._layout_view(layout))
+            # never handed out (each seat gets a copy), so brought up to date in place
+            shared = self._view = self._view_base
+            shared["ms"] = self._ms
+            shared["layouts"] = layouts
+            shared["foundations"] = self._foundations_view()
+            shared["called"] = self._called
+            shared["over"] = self._ended is not None
+            shared["ended"] = self._ended
+            shared["scores"] = self._seat_scores()
         view = dict(shared)
         view["seat"] = seat
         return view
@@ -1515,7 +1635,7 @@ class NertsState:
                 }
                 for f in self._foundations
             ],
-            "wants": sorted((k, sorted(f.fid for f in v)) for k, v in self._wants.items()),
+            "wants": [(k, sorted(f.fid for f in v)) for k, v in enumerate(self._wants) if v is not None],
             "in_found": list(self._in_found),
             "ms": self._ms,
             "called": (self._called, self._called_ms),

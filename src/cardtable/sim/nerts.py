@@ -29,15 +29,14 @@ True
 
 from __future__ import annotations
 
-import heapq
 import math
 import random
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from rich.console import Console
 from rich.table import Table
@@ -45,8 +44,8 @@ from rich.table import Table
 from cardtable import records
 from cardtable.bots import Bot, get_bot
 from cardtable.bots.nerts import own_layout
-from cardtable.cards import RANK_CODES
-from cardtable.engine import HandResult, IllegalAction
+from cardtable.cards import RANK_CODES, SUITS
+from cardtable.engine import Action, HandResult, IllegalAction, View
 from cardtable.games.nerts import NertsMatch, NertsOptions, NertsState
 from cardtable.race import CLOCK_KEYS, DEFAULT_CAP_MS, RaceOrderer, race_keys
 from cardtable.sim.anemone import wilson
@@ -55,68 +54,54 @@ from cardtable.sim.runner import open_out, parallel_map
 __all__ = ["BotTally", "mean_interval", "play_hand", "play_item", "play_timed_hand", "run", "wilson"]
 
 
-@dataclass(slots=True)
 class _Play:
-    seat: int | None
-    action: dict[str, Any]
-    sent: int
-    place: tuple[int, int] | None = None  # (foundation id, rank) of a card to a started foundation
-    due: int | None = None  # a clock action's due time
+    """A play on its way to the table: ``place`` is the (foundation id, rank) of a card to a started foundation,
+    ``due`` a clock action's due time (a plain class, not a dataclass: compiled with mypyc, a native one)."""
+
+    __slots__ = ("action", "due", "place", "seat", "sent")
+
+    def __init__(
+        self,
+        seat: int | None,
+        action: dict[str, Any],
+        sent: int,
+        place: tuple[int, int] | None = None,
+        due: int | None = None,
+    ) -> None:
+        self.seat = seat
+        self.action = action
+        self.sent = sent
+        self.place = place
+        self.due = due
 
 
-_RANK = {code: i + 1 for i, code in enumerate(RANK_CODES)}
+_RANK: Final = {code: i + 1 for i, code in enumerate(RANK_CODES)}
+# what _place reads from an action, looked up rather than parsed: the usual foundation ids, and the rank of each
+# standard card code (none for a joker)
+_FOUNDATION_IDS: Final = {f"foundation:{fid}": fid for fid in range(64)}
+_CODE_RANK: Final = {rank + suit: i + 1 for i, rank in enumerate(RANK_CODES) for suit in SUITS}
 
 
-class _InOrder:
-    """What :class:`~cardtable.race.RaceOrderer` does when no seat's delay is compensated (every delay 0, or
-    ``cap_ms=0``): each play goes as soon as it has arrived, in arrival order, stamped with its arrival time (never
-    earlier than the last stamp). The same answers at a fraction of the cost, for the simulator's common case."""
-
-    __slots__ = ("_held", "_last")
-
-    def __init__(self) -> None:
-        self._held: list[tuple[_Play, int]] = []
-        self._last = 0
-
-    @property
-    def held(self) -> int:
-        """How many plays are waiting."""
-        return len(self._held)
-
-    @property
-    def last_ms(self) -> int:
-        """The stamp of the last released play."""
-        return self._last
-
-    def next_due(self) -> int | None:
-        """The earliest arrival waiting, or ``None``."""
-        return min(arrived for _, arrived in self._held) if self._held else None
-
-    def submit(self, item: _Play, seat: int | None, arrived_ms: int, keys: Any = ()) -> None:
-        """``item`` arrived at ``arrived_ms`` (``seat`` and ``keys`` do not matter without compensation)."""
-        self._held.append((item, arrived_ms))
-
-    def release(self, now_ms: int) -> list[tuple[_Play, int]]:
-        """The plays arrived by ``now_ms``, in arrival order, each with its stamp."""
-        out: list[tuple[_Play, int]] = []
-        waiting: list[tuple[_Play, int]] = []
-        last = self._last
-        for item, arrived in self._held:
-            if arrived <= now_ms:
-                if arrived > last:
-                    last = arrived
-                out.append((item, last))
-            else:
-                waiting.append((item, arrived))
-        self._held = waiting
-        self._last = last
-        return out
+_NONE_RELEASED: Final[list[tuple[_Play, int]]] = []  # never changed
 
 
-def _place(view: Mapping[str, Any], seat: int, action: Mapping[str, Any]) -> tuple[int, int] | None:
+def _below(getrandbits: Callable[[int], int], n: int) -> int:
+    """``rng.randrange(n)`` for ``n >= 1`` given ``rng.getrandbits``, drawn the same way (``random.Random``'s
+    ``getrandbits`` rejection: the same numbers from the same state), without its Python-level layers: the
+    simulator draws once per look."""
+    bits = n.bit_length()
+    r = getrandbits(bits)
+    while r >= n:
+        r = getrandbits(bits)
+    return r
+
+
+def _place(view: View, seat: int, action: Action) -> tuple[int, int] | None:
     """The foundation place a move to ``foundation:ID`` aims at, read from the seat's own view."""
-    dst = action.get("to", "")
-    if action.get("type") != "move" or not dst.startswith("foundation:") or dst == "foundation:new":
+    if action.get("type") != "move":
+        return None
+    dst: str = action.get("to", "")
+    if not dst.startswith("foundation:") or dst == "foundation:new":
         return None
     if "as" in action:
         rank = _RANK[action["as"][:-1]]
@@ -129,8 +114,9 @@ def _place(view: Mapping[str, Any], seat: int, action: Mapping[str, Any]) -> tup
             code = layout["waste"]["top"]
         else:
             code = layout["work"][int(src[5:])][-1]
-        rank = _RANK.get(code[:-1], 0)
-    return (int(dst[11:]), rank)
+        rank = _CODE_RANK.get(code, 0)
+    fid = _FOUNDATION_IDS.get(dst)
+    return (fid if fid is not None else int(dst[11:]), rank)
 
 
 def play_timed_hand(
@@ -175,16 +161,25 @@ def play_timed_hand(
         log = hand.actions
     rng = random.Random(seed ^ 0x5EED)
     compensated = bool(cap_ms) and any(lags)
-    orderer: RaceOrderer[_Play] | _InOrder = RaceOrderer(cap_ms) if compensated else _InOrder()
-    if isinstance(orderer, RaceOrderer):
+    # the ordering: ``race`` when delays are compensated; else (``None``) what RaceOrderer does then, at a fraction
+    # of the cost: each play goes as soon as it has arrived, in arrival order, stamped with its arrival time, never
+    # earlier than the last stamp (``last_stamp``)
+    race: RaceOrderer[_Play] | None = RaceOrderer(cap_ms) if compensated else None
+    last_stamp = 0
+    if race is not None:
         for seat, lag in enumerate(lags):
-            orderer.set_delay(seat, lag)
+            race.set_delay(seat, lag)
     shared = match.options.partnerships
-    never = 1 << 62
+    never = 1 << 60  # later than any time (a short int, as mypyc keeps unboxed: below 2 ** 62)
     look: list[int] = [rng.randint(0, steps[s] // 4) for s in range(players)]
-    arrivals: list[tuple[int, int, int, _Play]] = []  # (arrives, order, seat, play)
+    # the plays on their way, one per seat at most (a seat looks again only once its play is applied or refused):
+    # per seat when it arrives (never: none), the order it was sent in (ties), and the play; they reach the table
+    # in (arrival, order) order
+    arrives = [never] * players
+    orders = [0] * players
+    flying: list[_Play | None] = [None] * players
+    first_arrival = never  # the earliest of arrives
     count = 0
-    clock_key: tuple[int, int, int | None] | None = None
     clock: tuple[int, dict[str, Any]] | None = None
     clock_sent: tuple[int, str] | None = None
     clock_id: tuple[int, str] | None = None  # clock's (due, type)
@@ -194,31 +189,69 @@ def play_timed_hand(
     table_actions = 0
     attempts: dict[tuple[int, int], list[tuple[int, int, str]]] = {}  # place -> (seat, sent, outcome)
     filled: set[tuple[int, int]] = set()
-    randrange, heappush, view_for, legal_for = rng.randrange, heapq.heappush, state.view, state.legal_actions
+    choosers = [bot.choose for bot in bots]  # bound once: each look calls one directly
+    getrandbits = rng.getrandbits
+    # the clock action changes only with the last progress, a call, and a rotate (the stall guard's base): after a
+    # table action or a seat's "stuck" (all stuck rotates), ``clock_stale`` asks for it again
+    clock_stale = True
+    key_progress = -1
+    key_uncalled = True
+    clock_due = never  # when the clock action not yet sent falls due (never: none)
     while not state.is_over:
-        key = (state.ms, state.last_progress_ms, state.called)
-        if key != clock_key:
-            clock_key, clock = key, state.clock_action()
+        if clock_stale or state.last_progress_ms != key_progress or (state.called is None) != key_uncalled:
+            clock_stale = False
+            key_progress, key_uncalled = state.last_progress_ms, state.called is None
+            clock = state.clock_action()
             clock_id = (clock[0], clock[1]["type"]) if clock is not None else None
-        now = min(look)
-        if arrivals and arrivals[0][0] < now:
-            now = arrivals[0][0]
-        if orderer.held:
-            due = orderer.next_due()
+            clock_due = clock[0] if clock is not None and clock_id != clock_sent else never
+        now = never
+        for at in look:
+            if at < now:
+                now = at
+        if first_arrival < now:
+            now = first_arrival
+        if race is not None and race.held:
+            due = race.next_due()
             if due is not None and due < now:
                 now = due
-        if clock is not None and clock[0] < now and clock_id != clock_sent:
-            now = clock[0]
+        if clock_due < now:
+            now = clock_due
         if now < state.ms:
             now = state.ms
-        if clock is not None and clock[0] <= now and clock_id != clock_sent:
+        # what reaches the table now, in order, with its stamp (without compensation; with it, race.release's)
+        released: list[tuple[_Play, int]] = []
+        stamp = now if now > last_stamp else last_stamp
+        if clock is not None and clock_due <= now and clock_due != never:
             clock_sent = clock_id
-            orderer.submit(_Play(None, dict(clock[1]), clock[0], due=clock[0]), None, now, CLOCK_KEYS)
-        while arrivals and arrivals[0][0] <= now:
-            _, _, seat, play = heapq.heappop(arrivals)
-            keys = race_keys(play.action, shared, state.layout_index(seat)) if compensated else frozenset()
-            orderer.submit(play, seat, now, keys)
-        for play, ms in orderer.release(now) if orderer.held else ():
+            clock_due = never
+            clock_play = _Play(None, dict(clock[1]), clock[0], due=clock[0])
+            if race is not None:
+                race.submit(clock_play, None, now, CLOCK_KEYS)
+            else:
+                released.append((clock_play, stamp))
+        while first_arrival <= now:
+            seat = -1
+            for s in range(players):
+                at = arrives[s]
+                if at == first_arrival and (seat < 0 or orders[s] < orders[seat]):
+                    seat = s
+            play = flying[seat]
+            assert play is not None
+            flying[seat] = None
+            arrives[seat] = never
+            first_arrival = never
+            for at in arrives:
+                if at < first_arrival:
+                    first_arrival = at
+            if race is not None:
+                race.submit(play, seat, now, race_keys(play.action, shared, state.layout_index(seat)))
+            else:
+                released.append((play, stamp))
+        if race is not None:
+            released = race.release(now) if race.held else _NONE_RELEASED
+        elif released:
+            last_stamp = stamp
+        for play, ms in released:
             if state.is_over:
                 break
             if play.seat is None:
@@ -234,6 +267,7 @@ def play_timed_hand(
                         table_action = {"type": "end_hand", "reason": "stalled"}
                 _apply(state, None, table_action, ms, log)
                 table_actions += 1
+                clock_stale = True
                 continue
             seat = play.seat
             look[seat] = now
@@ -244,7 +278,10 @@ def play_timed_hand(
                 outcome = "lost"
             else:
                 actions += 1
-                outcome = "tied" if play.place in filled else "won"
+                kind = play.action.get("type")
+                if isinstance(kind, str) and kind == "stuck":  # a str compare a compiled build makes natively
+                    clock_stale = True
+                outcome = "tied" if play.place is not None and play.place in filled else "won"
                 if play.place is not None:
                     filled.add(play.place)
             if play.place is not None:
@@ -252,15 +289,21 @@ def play_timed_hand(
         if state.is_over:
             break
         if actions >= max_actions:
-            _apply(state, None, {"type": "end_hand", "reason": "stalled"}, max(now, orderer.last_ms), log)
+            _apply(
+                state,
+                None,
+                {"type": "end_hand", "reason": "stalled"},
+                max(now, race.last_ms if race is not None else last_stamp),
+                log,
+            )
             table_actions += 1
             break
         for seat in range(players):
             if look[seat] != now:
                 continue
-            step = steps[seat] + randrange(steps[seat] // 4 + 1)  # randint(0, N) draws the same, slower
-            view = view_for(seat)
-            action = bots[seat].choose(view, legal_for(seat, now))
+            step = steps[seat] + _below(getrandbits, steps[seat] // 4 + 1)  # randint(0, N) draws the same
+            view = state.view(seat)
+            action = choosers[seat](view, state.legal_actions(seat, now))
             if action is None:
                 look[seat] = now + step
                 continue
@@ -268,7 +311,11 @@ def play_timed_hand(
             # the seat saw the table as of ``now`` only ``lag`` ms later (updates travel too), then reacted
             sent = now + lags[seat] + step
             play = _Play(seat, action, sent, _place(view, seat, action))  # actions are read-only: no copy
-            heappush(arrivals, (sent + lags[seat], count, seat, play))
+            arrives[seat] = sent + lags[seat]
+            orders[seat] = count
+            flying[seat] = play
+            if arrives[seat] < first_arrival:
+                first_arrival = arrives[seat]
             count += 1
     result = match.finish_hand()
     tally = [[0, 0, 0, 0] for _ in range(players)]
