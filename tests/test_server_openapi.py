@@ -62,10 +62,11 @@ def test_every_route_answers_as_documented(api_schema: schemathesis.BaseSchema,
     operations = [result.ok() for result in api_schema.get_all_operations()]
     from cardtable.server.edge import routes as lobby
     from cardtable.server.lobby import daily_routes, reviews
-    from cardtable.server.players import accounts
+    from cardtable.server.players import accounts, push_routes
     from cardtable.server.players import leaderboards as players
 
-    served = {(method, route.path) for module in (lobby, accounts, players, daily_routes, reviews) for route in module.router.routes
+    served = {(method, route.path) for module in (lobby, accounts, players, daily_routes, reviews, push_routes)
+              for route in module.router.routes
               for method in getattr(route, "methods", ()) if method != "HEAD"}
     assert {(op.method.upper(), op.path) for op in operations} == served
     unsatisfiable: list[str] = []

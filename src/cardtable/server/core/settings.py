@@ -126,6 +126,13 @@ class Settings:
     review_simulations: int = 10_000
     """Simulations the search runs for each Enemy Anemone decision it reviews (``server/table/reviews.py``; more
     than ``ismcts:hard``'s). Fewer make reviews cheaper and rougher (a small machine, tests); at least 100."""
+    push_contact: str = "mailto:webmaster@localhost"
+    """Web Push (``server/players/push.py``): the VAPID subject sent with every push, a ``mailto:`` address or an
+    ``https:`` URL where the push services can reach whoever runs the server. Set it to your own: some push services
+    refuse a ``localhost`` one."""
+    push_allow_insecure: int = 0
+    """1: push endpoints on this machine (``http://127.0.0.1``, ``http://localhost``) are accepted, for tests that run
+    their own push service; 0 (the default): only https endpoints of public hosts."""
     loop_lag_interval_ms: float = 0.0
     """Milliseconds between the timers of the event-loop lag monitor (``server/core/loop_lag.py``): how late each
     fires is counted, served at ``GET /api/loop-lag`` and logged when the server stops. 0 (the default): off, and
@@ -184,6 +191,8 @@ HELP = {
     "finished_table_keep_s": "Seconds a finished table stays in memory before it is let go (its record stays).",
     "daily_secret": "Secret the daily deals are drawn from (with the date); empty: one made once and stored.",
     "review_simulations": "Simulations per reviewed Enemy Anemone decision (at least 100).",
+    "push_contact": "Web Push VAPID subject: a mailto: address or https: URL of whoever runs the server.",
+    "push_allow_insecure": "1: accept push endpoints on this machine over http (tests); 0: only https public hosts.",
     "loop_lag_interval_ms": "Milliseconds between the event-loop lag monitor's timers (GET /api/loop-lag); 0: off.",
 }
 """One line of help per setting, for ``cardtable serve --help``."""

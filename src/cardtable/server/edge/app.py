@@ -40,7 +40,7 @@ from cardtable.server.edge.ws_protocol import BurstWebSockets
 from cardtable.server.lobby import daily_routes
 from cardtable.server.lobby import reviews as review_routes
 from cardtable.server.lobby.manager import Manager
-from cardtable.server.players import accounts
+from cardtable.server.players import accounts, push_routes
 from cardtable.server.players import leaderboards as players
 from cardtable.server.players.account_errors import AccountError, account_error
 from cardtable.server.storage.store import Store
@@ -138,6 +138,7 @@ def create_app(db: str | None = None, settings: Settings | None = None, redis: s
     app.include_router(router)
     app.include_router(accounts.router)
     app.include_router(players.router)
+    app.include_router(push_routes.router)
     app.include_router(daily_routes.router)
     app.include_router(review_routes.router, dependencies=READ)
     app.add_exception_handler(AccountError, account_error)

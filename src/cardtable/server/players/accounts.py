@@ -255,6 +255,7 @@ async def delete_me(request: Request) -> Response:
     def fn(conn: Connection) -> None:
         conn.execute(delete(ps.seat_accounts).where(ps.seat_accounts.c.account_id == account.id))
         conn.execute(delete(ps.sessions).where(ps.sessions.c.account_id == account.id))
+        conn.execute(delete(ps.push_subscriptions).where(ps.push_subscriptions.c.account_id == account.id))
         conn.execute(delete(ps.ratings).where(ps.ratings.c.account_id == account.id))
         conn.execute(delete(ps.rating_history).where(ps.rating_history.c.account_id == account.id))
         conn.execute(delete(ps.player_stats).where(ps.player_stats.c.account_id == account.id))

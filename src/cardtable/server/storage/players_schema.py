@@ -1,5 +1,6 @@
 """The database tables of accounts and ratings: accounts (people and bot levels), sessions, ratings, rating
-history, running totals per player and game, the account holding each seat, per-seat match results and the server's keys.
+history, running totals per player and game, the account holding each seat, per-seat match results, Web Push
+subscriptions and the server's keys.
 
 Defined on :data:`cardtable.server.storage.schema.metadata`; kept in step with the ``accounts_0001`` Alembic migration,
 which is what creates them (and ``names_0001``, which adds ``accounts.name_skeleton``). Times are ISO 8601 UTC strings like ``schema.tables.created``.
@@ -119,6 +120,18 @@ daily_results = Table(  # the daily deal's attempts (daily_0001; server/lobby/da
     Column("finished", String(32), nullable=True),  # NULL until the table's match ends
     Column("score", Integer, nullable=True),  # NULL until it ends, and for a player gone at the end
     Index("ix_daily_results_account_game_day", "account_id", "game", "day"),
+)
+
+push_subscriptions = Table(  # Web Push subscriptions (push_0001; server/players/push.py): one per browser
+    "push_subscriptions",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("account_id", Integer, ForeignKey("accounts.id"), nullable=False, index=True),
+    Column("endpoint", String(1024), nullable=False, unique=True),  # the push service's URL for the browser
+    Column("p256dh", String(128), nullable=False),  # the browser's P-256 public key, base64url
+    Column("auth", String(64), nullable=False),  # its 16-byte authentication secret, base64url
+    Column("lang", String(8), nullable=False),  # en | ko | ja: the notifications' language
+    Column("created", String(32), nullable=False),
 )
 
 server_keys = Table(

@@ -1,10 +1,11 @@
 // Sign up, sign in, and the signed-in player's own page (/?account=1): their tables (a seat tied to the account
-// comes back in any browser), their player page, sign out, delete the account. accountNav() is the header's
-// corner: "Sign in", or the player's name and the leaderboards.
+// comes back in any browser), their player page, "your turn" notifications in this browser (js/push.js), sign out,
+// delete the account. accountNav() is the header's corner: "Sign in", or the player's name and the leaderboards.
 import { h, fill, toast } from './util.js';
 import { bdi } from './names.js';
 import { saveSeat } from './api.js';
 import { loadPlayersWords, tp, refusal, call, whoAmI } from './players_i18n.js';
+import { pushState, enablePush, disablePush } from './push.js';
 
 const playerUrl = (name) => `/?player=${encodeURIComponent(name)}`;
 
@@ -81,7 +82,8 @@ async function signedIn(main, navigate, me) {
         h('button#sign-out', { type: 'button', text: tp('account.sign_out'),
           onclick: async () => { try { await call('DELETE', '/api/session'); } catch { /* signed out anyway */ } navigate('/'); } }),
         del)),
-    h('section.panel', {}, h('h2', { text: tp('account.my_tables') }), tablesList)));
+    h('section.panel', {}, h('h2', { text: tp('account.my_tables') }), tablesList),
+    notificationsPanel()));
   try {
     const seats = await call('GET', '/api/me/seats');
     fill(tablesList, seats.length ? seats.map((s) => {
@@ -92,6 +94,37 @@ async function signedIn(main, navigate, me) {
   } catch {
     fill(tablesList, h('li.muted', { text: tp('common.unavailable') }));
   }
+}
+
+/** The "your turn" notifications switch of this browser (js/push.js): on subscribes, off unsubscribes. */
+function notificationsPanel() {
+  const msg = h('p.formmsg#push-msg', { role: 'status' });
+  const box = h('input#push-toggle', { type: 'checkbox', disabled: true });
+  const show = (state) => {
+    box.checked = state === 'on';
+    box.disabled = state === 'unsupported' || state === 'denied';
+    msg.textContent = state === 'unsupported' ? tp('account.notify_unsupported')
+      : state === 'denied' ? tp('account.notify_denied') : '';
+  };
+  box.addEventListener('change', async () => {
+    const on = box.checked;
+    box.disabled = true;
+    msg.textContent = '';
+    try {
+      if (on) await enablePush(); else await disablePush();
+      toast(tp(on ? 'account.notify_enabled' : 'account.notify_disabled'));
+      show(await pushState());
+    } catch (err) {
+      show(await pushState().catch(() => 'off'));
+      if (!msg.textContent) msg.textContent = typeof err.code === 'string' ? refusal(err) : tp('account.notify_failed');
+    }
+  });
+  pushState().then(show, () => show('unsupported'));
+  return h('section.panel#notifications', { 'aria-labelledby': 'notify-h' },
+    h('h2#notify-h', { text: tp('account.notify_title') }),
+    h('p.muted', { text: tp('account.notify_hint') }),
+    h('label.pushswitch', { for: 'push-toggle' }, box, h('span', { text: tp('account.notify_on') })),
+    msg);
 }
 
 /** The account page: sign up and sign in, or the signed-in player's own page. */
