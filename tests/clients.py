@@ -99,3 +99,22 @@ def play_out(client: TestClient, table_id: str, token: str, pick: int = 0) -> li
                 seq += 1
                 legal = message["legal"]
                 ws.send_json({"type": "action", "seq": seq, "action": legal[min(pick, len(legal) - 1)]})
+
+
+ORIGIN = {"Origin": "http://testserver"}
+"""The ``Origin`` header of the test client's own pages (the account routes check it)."""
+
+
+def sign_up(client: TestClient, name: str) -> str:
+    """A new account, signed in on ``client``: its session cookie."""
+    client.cookies.clear()
+    made = client.post("/api/accounts", json={"name": name, "password": "long enough"}, headers=ORIGIN)
+    assert made.status_code == 201, made.text
+    return str(client.cookies.get("ct_session"))
+
+
+def as_account(client: TestClient, cookie: str | None) -> None:
+    """Make ``client``'s next requests the account of session ``cookie`` (``None``: a guest)."""
+    client.cookies.clear()
+    if cookie is not None:
+        client.cookies.set("ct_session", cookie)

@@ -13,12 +13,11 @@ from starlette.testclient import TestClient
 
 from cardtable.server.lobby.daily import daily_seed
 from cardtable.server.lobby.daily_standings import matchpoints, percents, ranked, streak
-from clients import MakeClient, fast_settings, play_out
+from clients import ORIGIN, MakeClient, as_account, fast_settings, play_out, sign_up
 from polling import clear_of_midnight_utc, wait_for, wait_status
 
 pytestmark = pytest.mark.usefixtures("cheap_hashes")
 
-ORIGIN = {"Origin": "http://testserver"}
 
 
 @pytest.fixture(autouse=True)
@@ -30,21 +29,6 @@ def _one_day() -> None:
 def settings(**knobs: Any) -> Any:
     """Fast bots and a long grace: a daily table nobody connects to waits for its person (no stand-in plays)."""
     return fast_settings(default_grace_s=3600.0, **knobs)
-
-
-def sign_up(client: TestClient, name: str) -> str:
-    """A new account, signed in on ``client``: its session cookie."""
-    client.cookies.clear()
-    made = client.post("/api/accounts", json={"name": name, "password": "long enough"}, headers=ORIGIN)
-    assert made.status_code == 201, made.text
-    return str(client.cookies.get("ct_session"))
-
-
-def as_account(client: TestClient, cookie: str | None) -> None:
-    """Make ``client``'s next requests the account of session ``cookie`` (``None``: a guest)."""
-    client.cookies.clear()
-    if cookie is not None:
-        client.cookies.set("ct_session", cookie)
 
 
 def play(client: TestClient, game: str = "anemone", name: str = "player") -> dict[str, Any]:

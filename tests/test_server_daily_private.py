@@ -17,13 +17,12 @@ from cardtable.server.core.errors import TableError
 from cardtable.server.lobby.manager import Manager
 from cardtable.server.storage.store import Store
 from cardtable.server.table.connections import Connection
-from clients import MakeClient, fast_settings, play_out
+from clients import ORIGIN, MakeClient, as_account, fast_settings, play_out, sign_up
 from polling import clear_of_midnight_utc, wait_for, wait_status
 from services import Postgres, new_database
 
 pytestmark = pytest.mark.usefixtures("cheap_hashes")
 
-ORIGIN = {"Origin": "http://testserver"}
 
 
 @pytest.fixture(autouse=True)
@@ -38,21 +37,6 @@ def settings(**knobs: Any) -> Any:
     return fast_settings(
         default_grace_s=3600.0, lobby_reads_per_second=1000.0, lobby_read_burst=1000, **knobs
     )
-
-
-def sign_up(client: TestClient, name: str) -> str:
-    """A new account, signed in on ``client``: its session cookie."""
-    client.cookies.clear()
-    made = client.post("/api/accounts", json={"name": name, "password": "long enough"}, headers=ORIGIN)
-    assert made.status_code == 201, made.text
-    return str(client.cookies.get("ct_session"))
-
-
-def as_account(client: TestClient, cookie: str | None) -> None:
-    """Make ``client``'s next requests the account of session ``cookie`` (``None``: a guest)."""
-    client.cookies.clear()
-    if cookie is not None:
-        client.cookies.set("ct_session", cookie)
 
 
 def play(client: TestClient, name: str = "player") -> dict[str, Any]:
