@@ -33,11 +33,11 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from pywebpush import Vapid, WebPushException, webpush
 from sqlalchemy import delete, insert, select
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError
 
 from cardtable.server.core.clock import now_iso
 from cardtable.server.core.settings import Settings
 from cardtable.server.storage import players_schema as ps
+from cardtable.server.storage.keys import server_key
 from cardtable.server.storage.store import Store
 
 log = logging.getLogger("cardtable.server.players.push")
@@ -125,27 +125,19 @@ def b64url_decode(text: str) -> bytes:
 _vapid_cache: weakref.WeakKeyDictionary[Store, Any] = weakref.WeakKeyDictionary()
 
 
-async def vapid_key(store: Store) -> Any:
-    """The server's VAPID key pair (a ``py_vapid.Vapid02``): made and stored the first time any process asks (two
-    processes racing agree on the one stored), then read back and cached for ``store``."""
-    cached = _vapid_cache.get(store)
-    if cached is not None:
-        return cached
-    k = ps.server_keys
+def _new_vapid_scalar() -> str:
+    """A new P-256 private key's scalar, base64url: what the server key ``vapid`` stores."""
     fresh = ec.generate_private_key(ec.SECP256R1())
-    scalar = b64url(fresh.private_numbers().private_value.to_bytes(32, "big"))
+    return b64url(fresh.private_numbers().private_value.to_bytes(32, "big"))
 
-    def fn(conn: Connection) -> None:
-        if conn.execute(select(k.c.value).where(k.c.name == VAPID_KEY)).first() is None:
-            conn.execute(insert(k).values(name=VAPID_KEY, value=scalar))
 
-    with contextlib.suppress(IntegrityError):  # another process stored it first: read theirs
-        await store.write(fn)
-    async with store.engine.connect() as conn:
-        value = (await conn.execute(select(k.c.value).where(k.c.name == VAPID_KEY))).scalar_one()
-    key = Vapid.from_raw(str(value).encode())
-    _vapid_cache[store] = key
-    return key
+async def vapid_key(store: Store) -> Any:
+    """The server's VAPID key pair (a ``py_vapid.Vapid02``): the server key ``vapid`` (``storage/keys.py``, made
+    and stored the first time any process asks, the same for every process), cached for ``store``."""
+    cached = _vapid_cache.get(store)
+    if cached is None:
+        cached = _vapid_cache[store] = Vapid.from_raw(await server_key(store, VAPID_KEY, _new_vapid_scalar))
+    return cached
 
 
 def public_key(vapid: Any) -> str:

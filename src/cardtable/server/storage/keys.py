@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+from collections.abc import Callable
 
 from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection
@@ -21,14 +22,15 @@ KEY_BYTES = 48
 """Random bytes in a new key (stored URL-safe base64, 64 characters)."""
 
 
-async def server_key(store: Store, name: str) -> bytes:
+async def server_key(store: Store, name: str, make: Callable[[], str] | None = None) -> bytes:
     """The server's key ``name`` (at most 32 characters): made and stored the first time any process asks, then
-    read back (so two processes racing to make it agree on the one stored) and cached on ``store``."""
+    read back (so two processes racing to make it agree on the one stored) and cached on ``store``. ``make`` gives
+    a new key's stored text (default: :data:`KEY_BYTES` random bytes, URL-safe base64)."""
     cache: dict[str, bytes] = store.__dict__.setdefault("_server_keys", {})
     if name in cache:
         return cache[name]
     k = ps.server_keys
-    fresh = secrets.token_urlsafe(KEY_BYTES)
+    fresh = make() if make is not None else secrets.token_urlsafe(KEY_BYTES)
 
     def fn(conn: Connection) -> None:
         if conn.execute(select(k.c.value).where(k.c.name == name)).first() is None:
