@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -550,63 +551,92 @@ def restartable_redis() -> Iterator[Callable[[bool], None]]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@dataclass
+class Mailboxes:
+    """Two processes' mailboxes over one Redis: ``origin`` sends to ``owner``, whose ``in`` messages land in
+    ``got``; ``lost`` counts each side's reported losses."""
+
+    origin: Mailbox
+    owner: Mailbox
+    got: list[str]
+    lost: dict[str, Lost]
+
+
+async def owner_listening(admin: Redis) -> bool:
+    """Whether the ``owner`` mailbox is subscribed to its channel."""
+    return bool(dict(await admin.pubsub_numsub(channel("owner"))).get(channel("owner").encode()))
+
+
+@contextlib.asynccontextmanager
+async def mailboxes(url: str, **options: Any) -> AsyncIterator[Mailboxes]:
+    """:class:`Mailboxes` over the Redis at ``url`` (``options`` for its clients), their loops running, once the
+    owner listens and a first message (``"before"``) went through; the loops stop and the clients close at the end."""
+    clients = [Redis.from_url(url, **options) for _ in range(4)]
+    lost = {"origin": Lost(), "owner": Lost()}
+    pair = Mailboxes(
+        Mailbox(clients[0], clients[1], "origin", lost["origin"]),
+        Mailbox(clients[2], clients[3], "owner", lost["owner"]),
+        [],
+        lost,
+    )
+    pair.owner.handlers["in"] = lambda body: pair.got.append(body["data"])
+    tasks = [asyncio.create_task(box.publish_loop()) for box in (pair.origin, pair.owner)]
+    tasks += [asyncio.create_task(box.listen_loop()) for box in (pair.origin, pair.owner)]
+    admin = Redis.from_url(url)
+    try:
+        await until(lambda: owner_listening(admin), WAIT_S, "the owner listening")
+        pair.origin.send("owner", {"op": "in", "conn": "c1", "data": "before"})
+        await until(lambda: pair.got == ["before"], WAIT_S, "the first message")
+        yield pair
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await admin.aclose()
+        for one in clients:
+            await one.aclose()
+
+
 async def test_the_mailbox_reports_what_was_lost_and_carries_messages_again_after_redis_restarts() -> None:
     """Redis stops and starts again on the same address: what was sent meanwhile is reported lost (the relays start
     again) by the process that sent it and by the one listening, and once Redis is back the publisher connects
     anew (with replies off) and the listener subscribes anew, so that messages travel again, in order."""
     with restartable_redis() as switch:
         url = switch.url  # type: ignore[attr-defined]
-        clients = [Redis.from_url(url, socket_timeout=2, socket_connect_timeout=1) for _ in range(4)]
-        lost = {"origin": Lost(), "owner": Lost()}
-        origin = Mailbox(clients[0], clients[1], "origin", lost["origin"])
-        owner = Mailbox(clients[2], clients[3], "owner", lost["owner"])
-        got: list[str] = []
-        owner.handlers["in"] = lambda body: got.append(body["data"])
-        tasks = [asyncio.create_task(box.publish_loop()) for box in (origin, owner)]
-        tasks += [asyncio.create_task(box.listen_loop()) for box in (origin, owner)]
-        admin = Redis.from_url(url)
-        try:
-
-            async def listening() -> bool:
-                return bool(dict(await admin.pubsub_numsub(channel("owner"))).get(channel("owner").encode()))
-
-            await until(listening, WAIT_S, "the owner listening")
-            origin.send("owner", {"op": "in", "conn": "c1", "data": "before"})
-            await until(lambda: got == ["before"], WAIT_S, "the first message")
+        async with mailboxes(url, socket_timeout=2, socket_connect_timeout=1) as boxes:
+            origin, got, lost = boxes.origin, boxes.got, boxes.lost
             assert lost["origin"].count == lost["owner"].count == 0
-
             switch(False)
             origin.send("owner", {"op": "in", "conn": "c1", "data": "while away"})
             await until(lambda: lost["origin"].count and lost["owner"].count, WAIT_S, "the losses reported")
             switch(True)
-            await admin.aclose()
             admin = Redis.from_url(url)
-            await until(listening, WAIT_S, "the owner listening again")
-            tries = 0
+            try:
+                await until(lambda: owner_listening(admin), WAIT_S, "the owner listening again")
+                tries = 0
 
-            def deliver() -> bool:  # the first publish after the restart may meet the old, dead connection
-                nonlocal tries
-                tries += 1
-                origin.send("owner", {"op": "in", "conn": "c1", "data": f"again {tries}"})
-                return any(text.startswith("again") for text in got)
+                def deliver() -> (
+                    bool
+                ):  # the first publish after the restart may meet the old, dead connection
+                    nonlocal tries
+                    tries += 1
+                    origin.send("owner", {"op": "in", "conn": "c1", "data": f"again {tries}"})
+                    return any(text.startswith("again") for text in got)
 
-            await until(deliver, WAIT_S, "a message after the restart", every=0.1)
-            for text in ("after 1", "after 2"):
-                origin.send("owner", {"op": "in", "conn": "c1", "data": text})
-            await until(
-                lambda: got[-2:] == ["after 1", "after 2"], WAIT_S, "messages after the restart, in order"
-            )
-            assert "while away" not in got and lost["origin"].count >= 1
-            stats = await admin.info("commandstats")
-            assert stats["cmdstat_client|reply"]["calls"] == 3  # one publisher connected anew: off, on, off
-            assert origin.idle()
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            await admin.aclose()
-            for one in clients:
-                await one.aclose()
+                await until(deliver, WAIT_S, "a message after the restart", every=0.1)
+                for text in ("after 1", "after 2"):
+                    origin.send("owner", {"op": "in", "conn": "c1", "data": text})
+                await until(
+                    lambda: got[-2:] == ["after 1", "after 2"], WAIT_S, "messages after the restart, in order"
+                )
+                assert "while away" not in got and lost["origin"].count >= 1
+                stats = await admin.info("commandstats")
+                assert (
+                    stats["cmdstat_client|reply"]["calls"] == 3
+                )  # one publisher connected anew: off, on, off
+                assert origin.idle()
+            finally:
+                await admin.aclose()
 
 
 async def test_a_message_published_on_a_connection_redis_closed_is_delivered_or_reported_lost(
@@ -615,33 +645,18 @@ async def test_a_message_published_on_a_connection_redis_closed_is_delivered_or_
     """Redis closes the publisher's connection (``CLIENT KILL``; or its ``timeout`` setting, which closes an idle
     client that is not a subscriber): the next message is either delivered or reported lost (``on_lost``: the
     relays start again), never lost without a word while the relayed client waits for an answer."""
-    clients = [Redis.from_url(redis_url) for _ in range(4)]
-    lost = {"origin": Lost(), "owner": Lost()}
-    origin = Mailbox(clients[0], clients[1], "origin", lost["origin"])
-    owner = Mailbox(clients[2], clients[3], "owner", lost["owner"])
-    got: list[str] = []
-    owner.handlers["in"] = lambda body: got.append(body["data"])
-    tasks = [asyncio.create_task(box.publish_loop()) for box in (origin, owner)]
-    tasks += [asyncio.create_task(box.listen_loop()) for box in (origin, owner)]
-    admin = Redis.from_url(redis_url)
-    try:
-
-        async def listening() -> bool:
-            return bool(dict(await admin.pubsub_numsub(channel("owner"))).get(channel("owner").encode()))
-
-        await until(listening, WAIT_S, "the owner listening")
-        origin.send("owner", {"op": "in", "conn": "c1", "data": "before"})
-        await until(lambda: got == ["before"], WAIT_S, "the first message")
-        for publisher in [c for c in await admin.client_list() if c["cmd"] in ("publish", "client|reply")]:
-            await admin.client_kill_filter(_id=publisher["id"])
-        origin.send("owner", {"op": "in", "conn": "c1", "data": "after the kill"})
+    async with mailboxes(redis_url) as boxes:
+        admin = Redis.from_url(redis_url)
+        try:
+            for publisher in [
+                c for c in await admin.client_list() if c["cmd"] in ("publish", "client|reply")
+            ]:
+                await admin.client_kill_filter(_id=publisher["id"])
+        finally:
+            await admin.aclose()
+        boxes.origin.send("owner", {"op": "in", "conn": "c1", "data": "after the kill"})
         await until(
-            lambda: got[-1] == "after the kill" or lost["origin"].count, 2.0, "delivered or reported lost"
+            lambda: boxes.got[-1] == "after the kill" or boxes.lost["origin"].count,
+            2.0,
+            "delivered or reported lost",
         )
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await admin.aclose()
-        for one in clients:
-            await one.aclose()
