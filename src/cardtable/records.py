@@ -38,12 +38,14 @@ class Seat(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     bot: str | None = None
 
 
-class ActionRecord(msgspec.Struct, forbid_unknown_fields=True):
-    """One applied action: the acting ``seat`` (``None``: the table), ``ms`` since the hand began, the action."""
+class ActionRecord(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
+    """One applied action: the acting ``seat`` (``None``: the table), ``ms`` since the hand began, the action, and
+    ``at``, when it was made (ISO 8601 UTC), written only by turn-based tables (``docs/records.md``)."""
 
     seat: int | None
     ms: int
     action: dict[str, Any]
+    at: str | None = None
 
 
 class HandRecord(msgspec.Struct, forbid_unknown_fields=True):

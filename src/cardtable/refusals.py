@@ -127,6 +127,12 @@ CODES: dict[str, str] = {
     "seat.taken": "That seat is taken",
     "seat.account_held": "You already have a seat at this table",
     "table.seed_not_allowed": "Only a table of one person and bots may have a chosen seed",
+    "pace.unsupported": "This game cannot be played turn-based: it is played in real time only",
+    "turn_clock.too_short": "A turn-based table needs at least {min_s} seconds at the start and per move",
+    "turn_clock.invalid": (
+        "That turn clock is not valid: at most 30 days at the start, and no more per move than at the start"
+    ),
+    "turn_based.too_many": "You already have {limit} turn-based games in progress: finish or leave one first",
     "token.bad": "This link no longer holds a seat at this table",
     # -- limits (docs/protocol.md, "Limits"; docs/deploy.md) ----------------------------------------------------
     "connection.seat_limit": "This seat already has {limit} connections",
@@ -250,6 +256,10 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "seat.taken": ("seat",),
     "seat.account_held": ("seat",),
     "table.seed_not_allowed": (),
+    "pace.unsupported": ("game",),
+    "turn_clock.too_short": ("field", "min_s"),
+    "turn_clock.invalid": ("detail",),
+    "turn_based.too_many": ("limit",),
     "token.bad": (),
     "connection.seat_limit": ("limit",),
     "connection.address_limit": ("limit",),

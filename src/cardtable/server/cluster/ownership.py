@@ -30,6 +30,7 @@ from cardtable.server.cluster.calls import LOBBY
 from cardtable.server.cluster.lease import LeaseKeeper, Leases
 from cardtable.server.cluster.redis_clients import ALIVE_PREFIX
 from cardtable.server.cluster.relay import Relays
+from cardtable.server.core.clock import unix_ms
 from cardtable.server.core.errors import RECONNECT_CODE, TableError
 from cardtable.server.core.limits import SharedLimits
 from cardtable.server.storage.store import Store
@@ -379,7 +380,7 @@ class Ownership:
         """Take every open or playing table that no process owns (its owner died), :data:`TAKE_CHUNK` at a time;
         returns how many were taken. Also notes when the first lease whose holder missed a renewal expires
         (``Leases.owners_and_ttls``), so that the next sweep comes right then."""
-        ids = await self.store.live_table_ids()
+        ids = await self.store.live_table_ids(unix_ms())
         seen = await self.leases.owners_and_ttls(ids)
         free = [t for t, (owner, _) in zip(ids, seen, strict=True) if owner is None]
         late = [ttl for owner, ttl in seen if owner is not None and owner[0] != self.process

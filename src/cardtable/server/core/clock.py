@@ -3,12 +3,23 @@ day (:class:`Clock`, injectable: one per app, ``app.state.clock``, so tests can 
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, date, datetime, timedelta
 
 
 def now_iso() -> str:
     """The current UTC time as ``2026-11-22T21:00:00Z``."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def unix_ms() -> int:
+    """The current time in Unix milliseconds (turn-based tables' deadlines, ``server/table/turn_clock.py``)."""
+    return int(time.time() * 1000)
+
+
+def iso_of_ms(ms: int) -> str:
+    """Unix milliseconds ``ms`` as ``2026-11-22T21:00:00Z`` (UTC, to the second)."""
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Clock:

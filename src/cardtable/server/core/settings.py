@@ -133,6 +133,15 @@ class Settings:
     push_allow_insecure: int = 0
     """1: push endpoints on this machine (``http://127.0.0.1``, ``http://localhost``) are accepted, for tests that run
     their own push service; 0 (the default): only https endpoints of public hosts."""
+    turn_clock_min_s: float = 3600.0
+    """Turn-based tables (``server/table/turn_clock.py``): the least seconds a table's ``turn_clock`` may give as
+    ``start_s`` and as ``per_move_s``; a table asking for less is refused (``422 turn_clock.too_short``)."""
+    turn_based_tables_max: int = 20
+    """Seats at turn-based tables, open or in play, one account may hold; one more is ``409
+    turn_based.too_many``."""
+    turn_idle_s: float = 60.0
+    """Seconds a turn-based table in play stays in memory with nobody connected and no bot about to move; then
+    it is let go, and loaded again from its record when someone connects or its deadline falls due."""
     loop_lag_interval_ms: float = 0.0
     """Milliseconds between the timers of the event-loop lag monitor (``server/core/loop_lag.py``): how late each
     fires is counted, served at ``GET /api/loop-lag`` and logged when the server stops. 0 (the default): off, and
@@ -193,6 +202,9 @@ HELP = {
     "review_simulations": "Simulations per reviewed Enemy Anemone decision (at least 100).",
     "push_contact": "Web Push VAPID subject: a mailto: address or https: URL of whoever runs the server.",
     "push_allow_insecure": "1: accept push endpoints on this machine over http (tests); 0: only https public hosts.",
+    "turn_clock_min_s": "Least seconds a turn-based table's clock may give, at the start and per move (422 below).",
+    "turn_based_tables_max": "Seats at turn-based tables in progress one account may hold (409 beyond).",
+    "turn_idle_s": "Seconds a quiet turn-based table stays in memory before it is let go (loaded again when needed).",
     "loop_lag_interval_ms": "Milliseconds between the event-loop lag monitor's timers (GET /api/loop-lag); 0: off.",
 }
 """One line of help per setting, for ``cardtable serve --help``."""

@@ -24,6 +24,7 @@ from cardtable.server.lobby.daily_private import check_readable
 from cardtable.server.lobby.manager import Manager
 from cardtable.server.lobby.play_now import PLAY_NOW_BOTS, visitor_key
 from cardtable.server.lobby.seating import bind_seat
+from cardtable.server.lobby.turn_based import Joiner, check_person_seat, turn_clock_for
 from cardtable.server.players.account_seats import mark_finished_accounts, seats_of_account
 from cardtable.server.players.leaderboards import play_now_bot
 from cardtable.server.players.names import NameRefused, check_name, has_control
@@ -54,11 +55,22 @@ class SeatSpec(BaseModel):
     bot: str | None = Field(default=None, max_length=40)
 
 
+class TurnClock(BaseModel):
+    """A turn-based table's clock (``POST /api/tables``' ``turn_clock``), in seconds: each seat's bank starts at
+    ``start_s`` and gains ``per_move_s`` after each of its moves, never above ``start_s``."""
+
+    model_config = ConfigDict(extra="forbid")
+    start_s: int
+    per_move_s: int
+
+
 class CreateTable(BaseModel):
     """``POST /api/tables`` body. ``grace_seconds``: how long a disconnected person keeps their seat before a bot
     plays it (default: the server's, 60 s). ``autostart`` (default true): a table whose other seats are all bots
     starts by itself, without a Start click. ``ready_seconds``: how long the next hand waits for the people who
-    have not pressed Ready (default: the server's, 15 s; ``docs/protocol.md``, "Between hands")."""
+    have not pressed Ready (default: the server's, 15 s; ``docs/protocol.md``, "Between hands"). ``pace``:
+    ``real-time`` (default) or ``turn-based`` (Enemy Anemone only), with its ``turn_clock`` (default 3 days, and 1
+    day per move; ``lobby/turn_based.py``)."""
 
     model_config = ConfigDict(extra="forbid")
     game: Literal["nerts", "anemone"]
@@ -69,6 +81,8 @@ class CreateTable(BaseModel):
     grace_seconds: float | None = Field(default=None, ge=0, le=86400)
     autostart: bool = True
     ready_seconds: float | None = Field(default=None, ge=0, le=MAX_READY_SECONDS)
+    pace: Literal["real-time", "turn-based"] = "real-time"
+    turn_clock: TurnClock | None = None
 
 
 class PlayNow(BaseModel):
@@ -186,18 +200,26 @@ async def play_now(body: PlayNow, request: Request) -> dict[str, Any]:
     return _seated(table.id, table.to_dict(), seat, token)
 
 
-@router.post("/tables", status_code=201, responses=_errors(413, 422, 429))
+@router.post("/tables", status_code=201, responses=_errors(401, 409, 413, 422, 429))
 async def create_table(body: CreateTable, request: Request) -> dict[str, Any]:
     """Open a new table; the creator takes the first open seat and gets its token. Each client address may open
     ``creates_per_minute`` tables a minute (burst ``create_burst``), beyond that ``429``. The creator's name is a
-    guest's (:func:`guest_name`)."""
+    guest's (:func:`guest_name`). A turn-based table (``pace``): ``422 pace.unsupported``, ``turn_clock.too_short``
+    or ``turn_clock.invalid`` for a pace or clock it may not have; its creator must be signed in (``401
+    account.not_signed_in``) and hold fewer than ``turn_based_tables_max`` turn-based seats in progress (``409
+    turn_based.too_many``); nothing is made then."""
     name = guest_name(body.name)
     seats = None if body.seats is None else [s.model_dump() for s in body.seats]
     manager = _manager(request)
+    clock = None if body.turn_clock is None else body.turn_clock.model_dump()
+    turn_based = turn_clock_for(body.game, body.pace, clock, manager.settings) is not None
     address = client_address(request)
     await manager.check_create(address)
+    if turn_based:
+        await check_person_seat(manager.store, manager.settings, await _account_id(request))
     made, seat, token = await manager.create(
-        body.game, body.options, seats, name, body.seed, body.grace_seconds, body.autostart, body.ready_seconds
+        body.game, body.options, seats, name, body.seed, body.grace_seconds, body.autostart, body.ready_seconds,
+        pace=body.pace, turn_clock=clock,
     )
     _mark_creator(made, address)
     table, token = await bind_seat(request, made, seat, token)
@@ -266,13 +288,14 @@ async def table_info(table_id: str, request: Request) -> dict[str, Any]:
     return (await mark_finished_accounts(request.app.state.store, [await _manager(request).table_dict(table_id)]))[0]
 
 
-@router.post("/tables/{table_id}/join", responses=_errors(404, 409, 413, 422, 429))
+@router.post("/tables/{table_id}/join", responses=_errors(401, 404, 409, 413, 422, 429))
 async def join_table(table_id: str, body: JoinTable, request: Request) -> dict[str, Any]:
     """Take a seat (the given one or the first open one). Each client address may join ``joins_per_minute`` times a
     minute (burst ``join_burst``), beyond that ``429 table.join_limit``, and hold at most ``max_seats_per_address``
     seats at tables open or in play, beyond that ``409 table.seat_limit``. A signed-in player who holds a seat at
-    the table already: ``409 seat.account_held`` (one account, one seat). The name is a guest's
-    (:func:`guest_name`)."""
+    the table already: ``409 seat.account_held`` (one account, one seat). At a turn-based table only a signed-in
+    player may join (``401 account.not_signed_in``), with fewer than ``turn_based_tables_max`` turn-based seats in
+    progress (``409 turn_based.too_many``). The name is a guest's (:func:`guest_name`)."""
     name = guest_name(body.name)
     manager = _manager(request)
     address = client_address(request)
@@ -283,7 +306,7 @@ async def join_table(table_id: str, body: JoinTable, request: Request) -> dict[s
         if table_id in held:
             raise TableError(409, "seat.account_held", f"you already hold seat {held[table_id]} at this table",
                              {"seat": held[table_id]})
-    table, seat, token = await manager.join(table_id, name, body.seat)
+    table, seat, token = await manager.join(table_id, name, body.seat, Joiner(account_id))
     table, token = await _bind(request, table, seat, token)
     manager.hold_seat(address, table, seat, token)
     return _seated(table.id, table.to_dict(), seat, token)

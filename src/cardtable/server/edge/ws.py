@@ -62,6 +62,12 @@ async def table_socket(websocket: WebSocket, table_id: str) -> None:
     manager.sockets[address] += 1
     try:
         table = manager.tables.get(table_id)
+        if table is None and manager.cluster is None and not has_control(table_id):  # a waiting turn-based table
+            try:
+                table = await manager.load_waiting(table_id)
+            except Exception:  # the database away for a moment: the client reconnects
+                await websocket.close(code=RECONNECT_CODE)
+                return
         if table is None and manager.cluster is not None and not has_control(table_id):  # no table's id has one
             try:
                 where = await manager.cluster.locate(table_id)

@@ -18,7 +18,9 @@ from cardtable.server.core.settings import Settings
 from cardtable.server.lobby.daily_private import private_on, private_refusal
 from cardtable.server.lobby.play_now import PLAY_NOW_BOTS
 from cardtable.server.lobby.routing import on_owner, seated, shown
+from cardtable.server.lobby.turn_based import Joiner, check_person_seat, table_pace
 from cardtable.server.storage.store import Store
+from cardtable.server.table.catch_up import send_catch_up
 from cardtable.server.table.connections import Connection
 from cardtable.server.table.owner import Table
 from cardtable.server.table.seat_accounts import unbind_seat
@@ -32,6 +34,7 @@ class Joining:
     store: Store
     settings: Settings
     clock: Clock
+    tables: dict[str, Table]
 
     if TYPE_CHECKING:
         async def route(self, table_id: str, method: str, args: dict[str, Any],
@@ -47,10 +50,20 @@ class Joining:
 
         async def _begin(self, table: Table) -> None: ...
 
-    async def join(self, table_id: str, name: str, seat: int | None) -> tuple[Table | RemoteTable, int, str]:
+    async def join(self, table_id: str, name: str, seat: int | None,
+                   joiner: Joiner | None = None) -> tuple[Table | RemoteTable, int, str]:
         """Take ``seat`` (or the first open one, else the first bot seat a person may take, whose bot then leaves);
         returns the table, the seat and its new token. With a cluster, a table owned by another process is joined
-        there (the answer's table is then a ``RemoteTable``)."""
+        there (the answer's table is then a ``RemoteTable``).
+
+        ``joiner``: who asks, for a join a request asks for (``None``: the server itself, already checked). At a
+        turn-based table the joiner must be signed in and under ``turn_based_tables_max``: ``TableError`` 401
+        ``account.not_signed_in`` or 409 ``turn_based.too_many`` (``lobby/turn_based.check_person_seat``)."""
+        if joiner is not None:
+            live = self.tables.get(table_id)
+            pace = live.row.pace if live is not None else await table_pace(self.store, table_id)
+            if pace == "turn-based":
+                await check_person_seat(self.store, self.settings, joiner.account_id)
         return await self.route(table_id, "join", {"name": name, "seat": seat},
                                 lambda table: self._join_here(table, name, seat), seated)
 
@@ -106,7 +119,8 @@ class Joining:
         return table
 
     async def hello(self, table: Table, connection: Connection, token: str | None) -> None:
-        """Seat ``connection`` by ``token`` (``None``: a spectator) and send ``welcome`` then a snapshot.
+        """Seat ``connection`` by ``token`` (``None``: a spectator) and send ``welcome`` then a snapshot (and, to a
+        seat at a turn-based table in play, ``catch_up``: what happened since its last move, ``table/catch_up.py``).
 
         ``TableError`` 403 for a wrong token (the connection stays, unseated), 429 beyond the table's connection
         caps (:meth:`Table.admit`), 403 ``daily.private`` for a spectator of a daily table while its day lasts
@@ -123,6 +137,8 @@ class Joining:
                 await self.store.update_seat(table.id, row)
             connection.send_message({"type": "welcome", "seat": seat, "table": table.to_dict()})
             table.send_snapshot(connection)
+            if seat is not None and table.row.turn_based and table.status == "playing":
+                await send_catch_up(self.store, table.id, seat, connection)
             if seat is not None:
                 table.announce()
                 if table.status == "open" and table.start_on_hello and self.only_bots_besides_one_person(table):

@@ -29,12 +29,14 @@ from cardtable.server.core.limits import TokenBucket, TokenBuckets
 from cardtable.server.core.settings import Settings
 from cardtable.server.core.tokens import hash_token, new_table_id, new_token
 from cardtable.server.lobby.again import Again
+from cardtable.server.lobby.idle_tables import IdleTables
 from cardtable.server.lobby.joining import Joining
 from cardtable.server.lobby.listing import LiveLists
 from cardtable.server.lobby.play_now import LobbyPresence, PlayNow
 from cardtable.server.lobby.quotas import Quotas
 from cardtable.server.lobby.records import Records
 from cardtable.server.lobby.routing import Routing, on_owner
+from cardtable.server.lobby.turn_based import turn_clock_for
 from cardtable.server.storage.rows import SeatRow, TableRow
 from cardtable.server.storage.store import Store
 from cardtable.server.table.owner import Table
@@ -53,7 +55,7 @@ def finished_for_s(row: TableRow) -> float:
     return (datetime.now(UTC) - ended).total_seconds()
 
 
-class Manager(Joining, PlayNow, Again, Records, Routing, Quotas):
+class Manager(Joining, PlayNow, Again, Records, Routing, Quotas, IdleTables):
     """The server's tables. Build with :meth:`open` (restores unfinished tables), :meth:`close` at shutdown."""
 
     def __init__(self, store: Store, settings: Settings) -> None:
@@ -78,20 +80,21 @@ class Manager(Joining, PlayNow, Again, Records, Routing, Quotas):
         """The open and playing tables in the lobby's order (one process only: several list from the database)."""
         self.presence = LobbyPresence()
         """Who was in the lobby lately (``play_now.py``): whether a new Play now table waits for another person."""
+        self._loading: dict[str, asyncio.Future[Table | None]] = {}
+        """Turn-based tables being loaded again (``idle_tables.py``), by id."""
         self.clock = Clock()
         """The day, for the daily deal's private tables (``daily_private.py``): the app's clock (``app.state.clock``)."""
 
     @classmethod
     async def open(cls, store: Store, settings: Settings, cluster: Cluster | None = None) -> Manager:
-        """A manager with every unfinished table rebuilt from its record and running again. With a ``cluster``
-        no table is rebuilt here: the cluster takes each table nobody owns (its sweep, or the first request)."""
+        """A manager with every unfinished table rebuilt from its record and running again, but the waiting
+        turn-based ones (``idle_tables.py``: loaded when needed). With a ``cluster`` no table is rebuilt here: the cluster takes each table nobody owns (its sweep, or the first request)."""
         manager = cls(store, settings)
         manager.cluster = cluster
         if cluster is not None:
             manager.presence = LobbyPresence(cluster.limits.redis)
         if cluster is None:
-            for row in await store.load_tables(statuses=("open", "playing"), with_hands=True):
-                manager.restore(row)
+            await manager.restore_active()
         else:
             cluster.attach(manager)
         manager._sweeper = asyncio.create_task(manager._sweep_loop(), name="cardtable-expiry")
@@ -144,14 +147,15 @@ class Manager(Joining, PlayNow, Again, Records, Routing, Quotas):
         ``open_table_idle_s`` is closed (status ``closed``); a table in play with no person connected for its grace
         plus ``abandon_after_s`` ends as ``abandoned`` (record kept, published like a finished one). Each runs on the
         table's owner. A finished table stays live ``finished_table_keep_s`` (the web client watches the end through
-        its socket), then is let go (:meth:`_let_go`); its record stays in the database."""
+        its socket), then is let go (:meth:`_let_go`); its record stays in the database. Turn-based tables have their
+        own rules (``idle_tables.py``, :meth:`sweep_turns`)."""
         now = time.monotonic()
         settings = self.settings
         for table in list(self.tables.values()):
             if table.status == "finished" and finished_for_s(table.row) >= settings.finished_table_keep_s:
                 await self._let_go(table)
                 continue
-            if table.broken:
+            if table.broken or table.row.turn_based:  # turn-based: sweep_turns (idle_tables.py)
                 continue
             if table.status == "open" and not table.all_connections():
                 if now - table.last_presence > settings.open_table_idle_s:
@@ -159,6 +163,7 @@ class Manager(Joining, PlayNow, Again, Records, Routing, Quotas):
             elif (table.status == "playing" and not table.people_connected()
                   and now - table.last_person > table.row.grace_seconds + settings.abandon_after_s):
                 await self._end(table, "abandoned")
+        await self.sweep_turns(now)
         for address, bucket in list(self.creates.items()):
             if bucket.full():
                 del self.creates[address]
@@ -166,9 +171,10 @@ class Manager(Joining, PlayNow, Again, Records, Routing, Quotas):
             self.seats_held(address)
 
     async def _let_go(self, table: Table) -> None:
-        """Drop the finished ``table`` from memory (its connections closed, its owner stopped); with a cluster its
-        lease is released. Its record stays in the database: ``TABLE``, record and replay are read from there."""
-        log.info("table %s: finished, let go", table.id)
+        """Drop the finished or waiting turn-based ``table`` from memory (its connections closed, its owner
+        stopped); with a cluster its lease is released. Its record stays in the database: ``TABLE``, record and
+        replay are read from there, and a waiting table is loaded again when needed (``idle_tables.py``)."""
+        log.info("table %s: %s, let go", table.id, table.status)
         if self.cluster is not None:
             await self.cluster.drop(table)
             return
@@ -210,7 +216,8 @@ class Manager(Joining, PlayNow, Again, Records, Routing, Quotas):
     async def create(self, game: str, options: dict[str, Any], seats: list[dict[str, Any]] | None, name: str,
                      seed: int | None, grace_seconds: float | None, autostart: bool = True,
                      ready_seconds: float | None = None, creator_seat: int | None = None,
-                     daily: str | None = None) -> tuple[Table, int, str]:
+                     daily: str | None = None, pace: str = "real-time",
+                     turn_clock: dict[str, int] | None = None) -> tuple[Table, int, str]:
         """A new open table; the creator takes the first open seat (``creator_seat`` when given: an open one,
         Play again). Returns the table, that seat and its token.
 
@@ -226,11 +233,17 @@ class Manager(Joining, PlayNow, Again, Records, Routing, Quotas):
         ``ready_seconds`` is the countdown between hands for people who have not pressed Ready (``None``: the
         server's ``default_ready_s``; ``server/table/handover.py``); the HTTP body bounds it. ``daily``: the day (ISO
         date) of the daily deal the table plays (``lobby/daily.py``; private while that day lasts).
+
+        ``pace`` ``"turn-based"`` (Enemy Anemone only) makes a turn-based table with ``turn_clock`` (``{"start_s",
+        "per_move_s"}``, seconds; default 3 days and 1 day); ``TableError`` 422 ``pace.unsupported``,
+        ``turn_clock.too_short`` or ``turn_clock.invalid`` as ``lobby/turn_based.turn_clock_for`` says. That its
+        person seats are signed-in players is the caller's check (``turn_based.check_person_seat``).
         """
         try:
             info = get_game(game)
         except ValueError as error:
             raise TableError(422, "game.unknown", str(error), {"game": game}) from None
+        clock = turn_clock_for(game, pace, turn_clock, self.settings)
         try:
             match = info.new_match(options)
         except ValueError as error:
@@ -267,6 +280,7 @@ class Manager(Joining, PlayNow, Again, Records, Routing, Quotas):
             seed=seed if seed is not None else random.SystemRandom().randrange(2**62),
             grace_seconds=self.settings.default_grace_s if grace_seconds is None else grace_seconds,
             created=now_iso(), seats=rows, seed_chosen=seed is not None, ready_seconds=ready_seconds, daily=daily,
+            pace=pace, turn_clock=clock,
         )
         if self.cluster is not None:
             await self.cluster.claim_new(row.id)

@@ -44,7 +44,8 @@ def _table_from_row(row: TableRow) -> dict[str, Any]:
     return {
         "id": row.id, "game": row.game, "options": options, "status": row.status, "seats": seats,
         "hand": max((row.hands_played or 1) - 1, 0), "totals": row.totals or [0] * len(row.seats),
-        "winners": row.winners, "created": row.created, "rated": not row.seed_chosen,
+        "winners": row.winners, "created": row.created, "rated": not row.seed_chosen, "pace": row.pace,
+        "turn_clock": row.turn_clock,
     }
 
 
@@ -124,18 +125,25 @@ class Records:
 
     async def record(self, table_id: str) -> records.Record:
         """The record of a finished table; ``TableError`` 404 if unknown, 409 while it is open or in play."""
+        return record_of(await self._ended_row(table_id))
+
+    async def _ended_row(self, table_id: str) -> TableRow:
+        """The stored row, with its hands, of a finished table; ``TableError`` as :meth:`record`."""
         rows = await self.store.load_tables(table_id=table_id, with_hands=True)
         if not rows:
             raise TableError(404, "table.not_found", f"no table {table_id!r}", {"table": table_id})
         if rows[0].status not in ENDED:
             raise TableError(409, "table.not_finished", "the game is not finished: its record is published at the end")
-        return record_of(rows[0])
+        return rows[0]
 
     async def replay(self, table_id: str) -> dict[str, Any]:
         """``{"record": RECORD, "steps": [...], "hands": [{"scores": [...], "ended": ...}], "totals": [...]}`` for a
         finished table (``docs/protocol.md``, replay): one step per hand start and per action, then each hand's
-        scores (points per seat) and the match totals, as ``cardtable replay --json`` gives them."""
-        record = await self.record(table_id)
+        scores (points per seat) and the match totals, as ``cardtable replay --json`` gives them. Each step of a
+        turn-based table also says ``at``, when its action was made (ISO 8601 UTC; ``None`` for a hand's start or
+        an action stored without a time)."""
+        row = await self._ended_row(table_id)
+        record = record_of(row)
         steps: list[dict[str, Any]] = []
         anemone = record.game == "anemone"
 
@@ -147,6 +155,8 @@ class Records:
             steps.append({"hand": h, "index": index, "seat": None if entry is None else entry.seat,
                           "action": None if entry is None else entry.action, "view": state.view(None),
                           "hands": hands})
+            if row.turn_based:
+                steps[-1]["at"] = None if entry is None else entry.at
 
         summary = fold(record, on_step=step).to_dict()
         return {"record": record.to_dict(), "steps": steps, "hands": summary["hands"], "totals": summary["totals"]}

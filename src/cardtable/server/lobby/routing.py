@@ -59,6 +59,8 @@ class Routing:
     if TYPE_CHECKING:
         def live(self, table_id: str) -> Table: ...
 
+        async def load_waiting(self, table_id: str) -> Table | None: ...
+
         async def join(self, table_id: str, name: str, seat: int | None) -> tuple[Table | RemoteTable, int, str]: ...
 
         async def leave(self, table_id: str, token: str) -> Table | RemoteTable: ...
@@ -89,6 +91,8 @@ class Routing:
         """The live table ``table_id`` here or, with a cluster, the process that owns it (the table is taken here
         if nobody owns it); ``TableError`` 404 when it is not live anywhere."""
         table = self.tables.get(table_id)
+        if table is None and self.cluster is None:  # a waiting turn-based table let go (idle_tables.py)
+            table = await self.load_waiting(table_id)
         if table is not None or self.cluster is None:
             return self.live(table_id)
         try:

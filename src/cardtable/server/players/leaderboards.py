@@ -83,8 +83,10 @@ async def leaderboard(
 async def player(name: str, request: Request) -> dict[str, Any]:
     """A player's page: ``{"name", "kind", "created", "games": {game: {"rating": {"ordinal", "mu", "sigma",
     "matches"} | null, "history": [{"at", "table", "ordinal"}] (oldest first, the last 200), "matches", "wins",
-    "win_rate", "points_per_hand", and for Nerts "nerts_calls", "cards_left_per_hand", for Enemy Anemone
-    "anemones"}}}``. Only games played appear. ``matches`` counts the finished matches (one per match, however many
+    "win_rate", "points_per_hand", "left", "timed_out", and for Nerts "nerts_calls", "cards_left_per_hand", for
+    Enemy Anemone "anemones"}}}``. Only games played appear. ``left`` counts the matches the player was gone from at
+    the end (left after the start, timed out thrice at a turn-based table, or abandoned), ``timed_out`` those of
+    them lost to the turn clock. ``matches`` counts the finished matches (one per match, however many
     seats the player held: a bot level may hold several), ``wins`` those in which one of its seats won;
     ``rating.matches`` counts the rated ones, one ``history`` point each (a chosen deal, or a match with no other
     rated player, is not rated). 404 ``player.unknown``."""
@@ -113,7 +115,8 @@ async def player(name: str, request: Request) -> dict[str, Any]:
             matches, hands = (s.matches, s.hands) if s is not None else (0, 0)
             entry.update(matches=matches, wins=s.wins if s else 0,
                          win_rate=round(s.wins / matches, 4) if s and matches else None,
-                         points_per_hand=round(s.points / hands, 3) if s and hands else None)
+                         points_per_hand=round(s.points / hands, 3) if s and hands else None,
+                         left=s.left if s else 0, timed_out=s.timed_out if s else 0)
             if game == "nerts":
                 entry.update(nerts_calls=s.nerts_calls if s else 0,
                              cards_left_per_hand=round(s.cards_left / hands, 3) if s and hands else None)

@@ -41,7 +41,8 @@ class SeatResult:
     """One seat of a finished match: who sat there (``account_id`` for a signed-in person, ``bot`` for a bot
     level, neither for a guest), its ``name``, total ``points`` and ``stats`` (``nerts_calls``, ``cards_left``
     summed over hands, ``anemones``); ``gone``: its person left or timed out (last place); ``idle``: its person
-    never made a move of their own (with ``gone``: absent, see the module's docstring)."""
+    never made a move of their own (with ``gone``: absent, see the module's docstring); ``timed_out``: its person
+    lost the seat to the turn clock (three timeouts at a turn-based table: a stand-in kept it; also ``gone``)."""
 
     seat: int
     name: str | None
@@ -51,6 +52,7 @@ class SeatResult:
     stats: dict[str, int] = field(default_factory=dict)
     gone: bool = False
     idle: bool = False
+    timed_out: bool = False
 
 
 @dataclass(slots=True)
@@ -187,15 +189,19 @@ def _add_stats(conn: Connection, result: MatchResult, won: set[int]) -> None:
     """Add the match to each account's (and bot level's) running totals in ``player_stats``: one match per account
     however many seats it held (a bot level on three seats played one match, and won it when any of its seats
     won), and its seats' points, Nerts calls, cards left and anemones summed, with ``hands`` counted per seat
-    (seats times hands), so that points and cards left per hand stay per seat and hand."""
+    (seats times hands), so that points and cards left per hand stay per seat and hand. ``left`` counts the match
+    when one of the account's seats was ``gone`` at the end, ``timed_out`` when one was lost to the turn clock."""
     p = ps.player_stats
     totals: dict[int, dict[str, int]] = {}
     for seat in result.seats:
         if seat.account_id is None:
             continue
         add = totals.setdefault(seat.account_id, {"matches": 1, "wins": 0, "points": 0, "hands": 0,
-                                                  "nerts_calls": 0, "cards_left": 0, "anemones": 0})
+                                                  "nerts_calls": 0, "cards_left": 0, "anemones": 0, "left": 0,
+                                                  "timed_out": 0})
         add["wins"] = max(add["wins"], int(seat.seat in won))
+        add["left"] = max(add["left"], int(seat.gone))
+        add["timed_out"] = max(add["timed_out"], int(seat.timed_out))
         add["points"] += seat.points
         add["hands"] += result.hands
         for stat in ("nerts_calls", "cards_left", "anemones"):

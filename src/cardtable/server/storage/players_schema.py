@@ -77,6 +77,8 @@ player_stats = Table(
     Column("nerts_calls", Integer, nullable=False),
     Column("cards_left", Integer, nullable=False),
     Column("anemones", Integer, nullable=False),
+    Column("left", Integer, nullable=False, default=0, server_default="0"),  # matches it was gone from at the end
+    Column("timed_out", Integer, nullable=False, default=0, server_default="0"),  # of those, lost to timeouts
 )
 
 seat_accounts = Table(

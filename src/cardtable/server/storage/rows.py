@@ -23,10 +23,24 @@ class SeatRow:
 
 @dataclass(slots=True)
 class HandRow:
-    """A stored hand: its deal (cards written out) and its actions as ``(seat, ms, action)``."""
+    """A stored hand: its deal (cards written out) and its actions as ``(seat, ms, action)``; ``times`` (as many as
+    the actions, when loaded) says when each was made (ISO 8601 UTC), at turn-based tables, else ``None``."""
 
     deal: dict[str, Any]
     actions: list[tuple[int | None, int, dict[str, Any]]] = field(default_factory=list)
+    times: list[str | None] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TurnBank:
+    """A seat's time bank at a turn-based table (``server/table/turn_clock.py``): ``bank_ms`` milliseconds it held
+    when its current or last turn began, ``deadline_ms`` (Unix milliseconds) when that runs out, only while it is
+    the seat's turn, and its ``timeouts`` this match."""
+
+    seat: int
+    bank_ms: int
+    deadline_ms: int | None = None
+    timeouts: int = 0
 
 
 @dataclass(slots=True)
@@ -52,8 +66,19 @@ class TableRow:
     daily: str | None = None
     """The day (ISO date, UTC) of the daily deal played at this table (``server/lobby/daily.py``; private while that
     day lasts, ``server/lobby/daily_private.py``); ``None`` for every other table."""
+    pace: str = "real-time"
+    """``real-time``, or ``turn-based``: each seat moves when it can, against its time bank (issue 29)."""
+    turn_clock: dict[str, int] | None = None
+    """A turn-based table's clock, ``{"start_s", "per_move_s"}`` in seconds; ``None`` for a real-time table."""
     seats: list[SeatRow] = field(default_factory=list)
     hands: list[HandRow] = field(default_factory=list)
+    turn_banks: list[TurnBank] = field(default_factory=list)
+    """A turn-based table's seats' banks, loaded with the hands (``Store.load_tables(with_hands=True)``)."""
+
+    @property
+    def turn_based(self) -> bool:
+        """Whether the table is turn-based (``pace``)."""
+        return self.pace == "turn-based"
 
 
 def record_of(row: TableRow) -> records.Record:
@@ -64,7 +89,9 @@ def record_of(row: TableRow) -> records.Record:
     record.hands = [
         records.HandRecord(
             deal=hand.deal,
-            actions=[records.ActionRecord(seat=seat, ms=ms, action=action) for seat, ms, action in hand.actions],
+            actions=[records.ActionRecord(seat=seat, ms=ms, action=action,
+                                          at=hand.times[i] if i < len(hand.times) else None)
+                     for i, (seat, ms, action) in enumerate(hand.actions)],
         )
         for hand in row.hands
     ]

@@ -8,6 +8,10 @@ person may take until the start): Play now looks for its next table through ``ix
 ``tables.ready_seconds`` is the countdown between hands the creator set (``NULL``: the server's default).
 ``tables.daily`` is the day (ISO date, UTC) of a daily deal's table (``server/lobby/daily.py``), private while that
 day lasts; ``NULL`` for every other table.
+``tables.pace`` is ``turn-based`` for a table whose seats move when they can, each against its time bank, and
+``tables.turn_clock`` its clock (``{"start_s", "per_move_s"}``); ``turn_banks`` holds each seat's bank and the
+deadline of the seat whose turn it is (Unix milliseconds), ``actions.at`` when a turn-based table's action was made
+(``server/table/turn_clock.py``; issue 29).
 ``reviews`` holds the review of a finished table's seat (issue 30), ``pending`` while one process computes it.
 
 Kept in step with ``migrations/versions`` (Alembic), which is what creates it.
@@ -38,6 +42,8 @@ tables = Table(
     Column("seed_chosen", Integer, nullable=False, default=0, server_default="0"),
     Column("ready_seconds", Float, nullable=True),
     Column("daily", String(10), nullable=True),
+    Column("pace", String(16), nullable=False, default="real-time", server_default="real-time"),
+    Column("turn_clock", JSON, nullable=True),
     Index("ix_tables_status_created", "status", "created", "id"),
     Index("ix_tables_status_finished", "status", "finished", "id"),
     Index("ix_tables_play_now", "status", "game", "play_now", "created", "id"),
@@ -73,6 +79,18 @@ actions = Table(
     Column("ms", BigInteger, nullable=False),
     Column("action", JSON, nullable=False),
     Column("epoch", BigInteger, nullable=True),
+    Column("at", String(32), nullable=True),  # turn-based tables: when it was made (ISO 8601 UTC)
+)
+
+turn_banks = Table(  # turn-based tables' time banks (turn_0001; server/table/turn_clock.py)
+    "turn_banks",
+    metadata,
+    Column("table_id", String(32), ForeignKey("tables.id"), primary_key=True),
+    Column("seat", Integer, primary_key=True),
+    Column("bank_ms", BigInteger, nullable=False),  # what the seat's bank held when its last turn began
+    Column("deadline_ms", BigInteger, nullable=True),  # Unix ms when its bank runs out: only the seat to move
+    Column("timeouts", Integer, nullable=False, default=0, server_default="0"),  # this match
+    Index("ix_turn_banks_deadline", "deadline_ms"),
 )
 
 reviews = Table(  # the review of a finished table's seat (review_0001; server/table/reviews.py)

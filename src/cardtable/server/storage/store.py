@@ -22,7 +22,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from cardtable.server.storage import schema, sqlite_upkeep
 from cardtable.server.storage.migrate import migrate
-from cardtable.server.storage.rows import HandRow, SeatRow, TableRow
+from cardtable.server.storage.rows import HandRow, SeatRow, TableRow, TurnBank
 from cardtable.server.storage.writer import WriteFn, Writer
 
 FENCED_SETTINGS = {"idle_in_transaction_session_timeout": "3000", "lock_timeout": "3000"}
@@ -162,12 +162,18 @@ class Store:
                     taken[table_id] = int(row[0])
         return taken
 
-    async def live_table_ids(self) -> list[str]:
-        """Ids of the tables open or in play (which some process should own), oldest first."""
-        t = schema.tables
+    async def live_table_ids(self, now_ms: int | None = None) -> list[str]:
+        """Ids of the tables open or in play (which some process should own), oldest first. With ``now_ms`` (Unix
+        milliseconds), the *waiting* turn-based tables are left out: in play, with a person to move whose deadline is
+        later (``server/table/turn_clock.py``): nothing needs them in memory until someone connects or the deadline
+        falls due."""
+        t, b = schema.tables, schema.turn_banks
+        query = select(t.c.id).where(t.c.status.in_(("open", "playing")))
+        if now_ms is not None:
+            waiting = select(b.c.seat).where(b.c.table_id == t.c.id, b.c.deadline_ms > now_ms).exists()
+            query = query.where(or_(t.c.pace != "turn-based", t.c.status == "open", ~waiting))
         async with self.engine.connect() as conn:
-            rows = (await conn.execute(select(t.c.id).where(t.c.status.in_(("open", "playing")))
-                                       .order_by(t.c.created, t.c.id))).all()
+            rows = (await conn.execute(query.order_by(t.c.created, t.c.id))).all()
         return [str(r[0]) for r in rows]
 
     async def ended_tables(self, statuses: tuple[str, ...], before: tuple[str, str] | None,
@@ -224,6 +230,7 @@ class Store:
                     id=row.id, game=row.game, options=row.options, status=row.status, seed=row.seed,
                     grace_seconds=row.grace_seconds, created=row.created, epoch=self.fences.get(row.id, 0),
                     seed_chosen=int(row.seed_chosen), ready_seconds=row.ready_seconds, daily=row.daily,
+                    pace=row.pace, turn_clock=row.turn_clock,
                 )
             )
             conn.execute(
@@ -273,12 +280,37 @@ class Store:
         return self._fenced(table_id, fn)
 
     def insert_actions(
-        self, table_id: str, hand: int, rows: list[tuple[int, int | None, int, dict[str, Any]]]
+        self, table_id: str, hand: int, rows: list[tuple[int, int | None, int, dict[str, Any]]],
+        at: str | None = None,
     ) -> asyncio.Future[None]:
-        """Append actions ``(index, seat, ms, action)`` to hand ``hand``."""
+        """Append actions ``(index, seat, ms, action)`` to hand ``hand``; ``at`` (ISO 8601 UTC): when they were made,
+        stored with each (turn-based tables)."""
         epoch = self.fences.get(table_id)
-        params = [(table_id, hand, i, s, ms, _json_dumps(a), epoch) for i, s, ms, a in rows]
+        params = [(table_id, hand, i, s, ms, _json_dumps(a), epoch, at) for i, s, ms, a in rows]
         return self._writer.write_actions(table_id, epoch, params)
+
+    def write_turn_banks(self, table_id: str, banks: list[TurnBank]) -> asyncio.Future[None]:
+        """Store the time banks of the turn-based ``table_id``'s seats (``turn_banks``), replacing what was there."""
+        b = schema.turn_banks
+
+        def fn(conn: Connection) -> None:
+            conn.execute(b.delete().where(b.c.table_id == table_id))
+            if banks:
+                conn.execute(b.insert(), [{"table_id": table_id, "seat": bank.seat, "bank_ms": bank.bank_ms,
+                                           "deadline_ms": bank.deadline_ms, "timeouts": bank.timeouts}
+                                          for bank in banks])
+
+        return self._fenced(table_id, fn)
+
+    async def due_turn_tables(self, now_ms: int, limit: int = 1000) -> list[str]:
+        """Ids of up to ``limit`` turn-based tables in play whose seat to move ran out of time at ``now_ms`` (Unix
+        milliseconds) or before, the longest overdue first: a range of ``ix_turn_banks_deadline``."""
+        b, t = schema.turn_banks, schema.tables
+        query = (select(b.c.table_id).join(t, t.c.id == b.c.table_id)
+                 .where(b.c.deadline_ms <= now_ms, t.c.status == "playing")
+                 .order_by(b.c.deadline_ms).limit(limit))
+        async with self.engine.connect() as conn:
+            return list(dict.fromkeys(str(r[0]) for r in (await conn.execute(query)).all()))
 
     # -- reading ---------------------------------------------------------------------------------------
 
@@ -315,7 +347,8 @@ class Store:
                 TableRow(id=r.id, game=r.game, options=dict(r.options), status=r.status, seed=r.seed,
                          grace_seconds=r.grace_seconds, created=r.created, finished=r.finished, hands_played=r.hands,
                          totals=r.totals, winners=r.winners, seed_chosen=bool(r.seed_chosen),
-                         ready_seconds=r.ready_seconds, daily=r.daily)
+                         ready_seconds=r.ready_seconds, daily=r.daily, pace=r.pace,
+                         turn_clock=dict(r.turn_clock) if r.turn_clock else None)
                 for r in (await conn.execute(query)).all()
             ]
             by_id = {row.id: row for row in rows}
@@ -335,7 +368,16 @@ class Store:
                 a = schema.actions
                 query_a = select(a).where(a.c.table_id.in_(ids)).order_by(a.c.table_id, a.c.hand, a.c.idx)
                 for r in (await conn.execute(query_a)).all():
-                    by_id[r.table_id].hands[r.hand].actions.append((r.seat, r.ms, dict(r.action)))
+                    hand_row = by_id[r.table_id].hands[r.hand]
+                    hand_row.actions.append((r.seat, r.ms, dict(r.action)))
+                    hand_row.times.append(r.at)
+                turn_based = [row.id for row in rows if row.turn_based]
+                if turn_based:
+                    b = schema.turn_banks
+                    query_b = select(b).where(b.c.table_id.in_(turn_based)).order_by(b.c.table_id, b.c.seat)
+                    for r in (await conn.execute(query_b)).all():
+                        by_id[r.table_id].turn_banks.append(
+                            TurnBank(seat=r.seat, bank_ms=r.bank_ms, deadline_ms=r.deadline_ms, timeouts=r.timeouts))
         return rows
 
 

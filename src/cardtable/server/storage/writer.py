@@ -54,18 +54,19 @@ class Fenced(RuntimeError):
         self.epoch = epoch
 
 
-ActionParams = tuple[str, int, int, int | None, int, str, int | None]
-"""One stored action as the insert takes it: ``(table_id, hand, idx, seat, ms, action as JSON text, epoch)``."""
+ActionParams = tuple[str, int, int, int | None, int, str, int | None, str | None]
+"""One stored action as the insert takes it: ``(table_id, hand, idx, seat, ms, action as JSON text, epoch, at)``
+(``at``: when it was made, ISO 8601 UTC, at turn-based tables; else ``None``)."""
 
-_ACTION_COLUMNS = ("table_id", "hand", "idx", "seat", "ms", "action", "epoch")
+_ACTION_COLUMNS = ("table_id", "hand", "idx", "seat", "ms", "action", "epoch", "at")
 
 _PG_ROWS = (
     "unnest(CAST(:table_id AS VARCHAR[]), CAST(:hand AS INTEGER[]), CAST(:idx AS INTEGER[]), "
-    "CAST(:seat AS INTEGER[]), CAST(:ms AS BIGINT[]), CAST(:action AS TEXT[]), CAST(:epoch AS BIGINT[])) "
-    "AS r (table_id, hand, idx, seat, ms, action, epoch)"
+    "CAST(:seat AS INTEGER[]), CAST(:ms AS BIGINT[]), CAST(:action AS TEXT[]), CAST(:epoch AS BIGINT[]), "
+    "CAST(:at AS VARCHAR[])) AS r (table_id, hand, idx, seat, ms, action, epoch, at)"
 )
-_PG_INSERT = ("INSERT INTO actions (table_id, hand, idx, seat, ms, action, epoch) "
-              f"SELECT r.table_id, r.hand, r.idx, r.seat, r.ms, CAST(r.action AS JSON), r.epoch FROM {_PG_ROWS}")
+_PG_INSERT = ("INSERT INTO actions (table_id, hand, idx, seat, ms, action, epoch, at) "
+              f"SELECT r.table_id, r.hand, r.idx, r.seat, r.ms, CAST(r.action AS JSON), r.epoch, r.at FROM {_PG_ROWS}")
 _PG_FENCE = "SELECT id, epoch FROM tables WHERE id = ANY(CAST(:ids AS VARCHAR[])) ORDER BY id FOR NO KEY UPDATE"
 
 PG_FENCE = text(_PG_FENCE)

@@ -44,6 +44,8 @@ class Audience:
         @property
         def game(self) -> str: ...
 
+        def turn_dict(self) -> dict[str, Any] | None: ...
+
         @property
         def status(self) -> str: ...
 
@@ -163,6 +165,7 @@ class Audience:
             if self.match.is_over else None, "created": self.row.created,
             "starts_at": None if starts_at is None else int(starts_at * 1000),
             "starts_in_ms": None if starts_at is None else max(0, int((starts_at - time.time()) * 1000)),
+            "pace": self.row.pace, "turn_clock": self.row.turn_clock, "turn": self.turn_dict(),
         }
 
     def snapshot(self, seat: int | None) -> dict[str, Any]:

@@ -47,6 +47,8 @@ class Driving:
 
         def broadcast(self, message: dict[str, Any]) -> None: ...
 
+        def turn_changed(self) -> None: ...
+
     def now_ms(self) -> int:
         """Milliseconds since the current hand began, by the server's monotonic clock."""
         return int((time.monotonic() - self.hand_start) * 1000)
@@ -54,6 +56,7 @@ class Driving:
     def _after_change(self) -> None:
         self._schedule_clock()
         self._sync_bots()
+        self.turn_changed()  # a turn-based table's deadline (turn_clock.py)
         self.changed.set()
         self.changed = asyncio.Event()
 

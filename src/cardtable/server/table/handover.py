@@ -94,6 +94,8 @@ class HandOver:
         self.ready = set()
         people = any(seat.row.kind == "person" and not seat.row.left for seat in self.seats)
         wait = people if restored else bool(self.waiting_seats())
+        if self.row.turn_based:  # nobody is waited for: the next hand is dealt after the pause (turn_clock.py)
+            wait = False
         delay = self.ready_seconds if wait else self.settings.hand_pause_s
         self._set_due(delay)
         self.countdown_due = self.next_hand_due

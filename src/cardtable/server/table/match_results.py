@@ -51,6 +51,10 @@ class FinishedTable(Protocol):
     @property
     def seats(self) -> Sequence[FinishedSeat]: ...
 
+    def timed_out_seats(self) -> set[int]:
+        """Seats a stand-in kept after three timeouts this match (turn-based tables; empty for real-time)."""
+        ...
+
 log = logging.getLogger("cardtable.server.table.match_results")
 
 
@@ -82,7 +86,8 @@ def _hand_stats(table: FinishedTable, states: list[HandState], anemones: list[li
 async def match_result(table: FinishedTable) -> MatchResult:
     """The :class:`MatchResult` of ``table``, whose match has just ended or was abandoned (its record read back
     from the store): each person's seat goes to the account holding it now, marked ``gone`` (left, timed out, or
-    abandoned) and ``idle`` (no move of their own, ``Table.moved``)."""
+    abandoned), ``idle`` (no move of their own, ``Table.moved``) and ``timed_out`` (lost to the turn clock:
+    ``Table.timed_out_seats``, also ``gone``)."""
     rows = await table.store.load_tables(table_id=table.id, with_hands=True)
     record = record_of(rows[0])
     last: dict[int, HandState] = {}
@@ -95,17 +100,19 @@ async def match_result(table: FinishedTable) -> MatchResult:
     stats, teams = _hand_stats(table, states, folded.anemones)
     bound = await holding_accounts(table.store, table.id, {s.row.seat: s.row.token_hash for s in table.seats})
     abandoned = table.status == "abandoned"
+    timed_out = table.timed_out_seats()
     seats = []
     totals = list(table.match.totals)
     for state in table.seats:
         row = state.row
         person = row.kind == "person"
+        lost = person and row.seat in timed_out
         seats.append(SeatResult(
             seat=row.seat, name=row.name, points=totals[row.seat], stats=stats[row.seat],
             account_id=bound.get(row.seat) if person else None,
             bot=row.bot if row.kind == "bot" else None,
-            gone=person and (abandoned or row.left or state.standin is not None),
-            idle=person and row.seat not in table.moved,
+            gone=person and (abandoned or row.left or state.standin is not None or lost),
+            idle=person and row.seat not in table.moved, timed_out=lost,
         ))
     return MatchResult(table_id=table.id, game=table.game, finished=table.row.finished or now_iso(),
                        hands=table.row.hands_played or len(states), seats=seats, teams=teams,

@@ -34,12 +34,13 @@ from cardtable.server.table.audience import Audience
 from cardtable.server.table.connections import Connection
 from cardtable.server.table.deals import DEAL_KEY, hand_seed
 from cardtable.server.table.driving import Driving
+from cardtable.server.table.ending import Ending
 from cardtable.server.table.fairness import FairGate
 from cardtable.server.table.handover import HandOver
-from cardtable.server.table.match_results import record_finished
 from cardtable.server.table.presence import STANDIN_BOTS, Presence
 from cardtable.server.table.reactions import Reactions
 from cardtable.server.table.seats import SeatState
+from cardtable.server.table.turn_clock import TurnClock
 
 log = logging.getLogger("cardtable.server.table.owner")
 
@@ -55,7 +56,7 @@ class Call:
     future: asyncio.Future[Any]
 
 
-class Table(Audience, Presence, Driving, HandOver):
+class Table(Audience, Presence, Driving, HandOver, TurnClock, Ending):
     """A live table and its owner task. Build with :meth:`create` or :meth:`restore`, then :meth:`start_owner`."""
 
     def __init__(self, row: TableRow, info: GameInfo, store: Store, settings: Settings) -> None:
@@ -123,6 +124,7 @@ class Table(Audience, Presence, Driving, HandOver):
         """Set when several processes serve (``server/cluster/ownership.py``): a failed write (refused by the fence, or the
         database away) calls it instead of breaking the table, and the owner task stops acknowledging anything;
         the table is then dropped here and rebuilt from its record by whichever process takes it next."""
+        self.init_turn_clock()
 
     # -- building ---------------------------------------------------------------------------------------
 
@@ -189,6 +191,7 @@ class Table(Audience, Presence, Driving, HandOver):
             self._watch_flush = None
         if self.autostart is not None:
             self.autostart.cancel()
+        self.stop_turn_clock()
         for seat in self.seats:
             if seat.away_timer is not None:
                 seat.away_timer.cancel()
@@ -323,12 +326,18 @@ class Table(Audience, Presence, Driving, HandOver):
             self.last_ms = ms
             if play.connection is not None and play.seat is not None:
                 self.moved.add(play.seat)
+            if play.seat is not None and self.banks:
+                self.turn_moved(play.seat)
             rows.append((self.n_actions, play.seat, ms, dict(play.action)))
             self.n_actions += 1
             self.version += 1
             accepted.append((play, self.version, events))
         if rows:
-            await self.store.insert_actions(self.id, hand, rows)
+            written = self.store.insert_actions(self.id, hand, rows, now_iso() if self.row.turn_based else None)
+            if self.banks:  # the new turn's deadline is stored with the actions, before the ack (turn_clock.py)
+                self.turn_changed()
+            await written
+            await self.banks_written()
         for play, refusal in rejected:
             if play.connection is not None:
                 play.connection.send_message({"type": "reject", "seq": play.seq, **refusal})
@@ -346,6 +355,10 @@ class Table(Audience, Presence, Driving, HandOver):
             if self.state is not None and self.state.is_over:
                 await self._end_hand()
             self._after_change()
+
+    async def apply_timeout_move(self, seat: int, action: dict[str, Any]) -> None:
+        """Apply the stand-in's ``action`` for ``seat``, whose time ran out (``turn_clock.py``; on the owner)."""
+        await self._apply_batch([QueuedAction(seat, action)])
 
     # -- hands ----------------------------------------------------------------------------------------
 
@@ -403,40 +416,3 @@ class Table(Audience, Presence, Driving, HandOver):
             await self._finish_match()
         else:
             self.open_ready_step()  # the next hand waits for Ready (handover.py)
-
-    async def _finish_match(self) -> None:
-        self.row.status = "finished"
-        self.row.finished = now_iso()
-        self.row.totals = list(self.match.totals)
-        self.row.winners = self.match.winners()
-        self.row.hands_played = self.hand_index + 1
-        await self.store.update_status(
-            self.id, "finished", finished=self.row.finished, hands_played=self.row.hands_played,
-            totals=self.row.totals, winners=self.row.winners,
-        )
-        for seat in self.seats:
-            if seat.away_timer is not None:
-                seat.away_timer.cancel()
-                seat.away_timer = None
-        self.announce()
-        self._after_change()
-        await record_finished(self)
-
-    async def end(self, status: str) -> None:
-        """End the table early (the expiry sweep, on the owner): ``closed`` for an open table nobody came to,
-        ``abandoned`` for a table in play that no person came back to. The record so far stays; an abandoned
-        table is stored with its totals so far and no winners, and is published like a finished one; its results
-        are recorded as a finished match's, every person in it counted absent (``results.py``)."""
-        self.row.status = status
-        if status == "abandoned":
-            self.row.finished = now_iso()
-            self.row.totals = list(self.match.totals)
-            self.row.winners = None
-            self.row.hands_played = self.hand_index + 1
-            await self.store.update_status(self.id, status, finished=self.row.finished,
-                                           hands_played=self.row.hands_played, totals=self.row.totals, winners=None)
-        else:
-            await self.store.update_status(self.id, status)
-        self.broadcast({"type": "table", "table": self.to_dict()})
-        if status == "abandoned":  # rated too: its absent people are last (closing the browser dodges nothing)
-            await record_finished(self)

@@ -59,6 +59,8 @@ class Presence:
 
         def presence_changed(self) -> None: ...
 
+        def kept(self, seat: int) -> bool: ...
+
     # -- seats, for the lobby (on the owner, through submit_call) ------------------------------------------
 
     def seat_of(self, token: str | None) -> int:
@@ -169,6 +171,9 @@ class Presence:
         if state.away_timer is not None:
             state.away_timer.cancel()
             state.away_timer = None
+        if self.kept(seat):  # a turn-based seat its stand-in keeps (turn_clock.py): the person watches
+            self.presence_changed()
+            return changed
         if state.row.left:
             state.row.left = False
             changed.append(state.row)
@@ -195,6 +200,8 @@ class Presence:
 
     def _start_away_timer(self, state: SeatState) -> None:
         if self.status != "playing" or state.connections or state.standin is not None or state.row.kind != "person":
+            return
+        if self.row.turn_based:  # no grace: the seat's time bank decides (turn_clock.py)
             return
         if state.away_timer is not None:
             state.away_timer.cancel()
