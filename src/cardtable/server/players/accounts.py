@@ -37,6 +37,7 @@ from cardtable.server.players.account_errors import AccountError
 from cardtable.server.players.account_seats import seat_key, seat_token, seats_of_account
 from cardtable.server.players.names import NameRefused, check_name, has_control, name_key, name_skeleton
 from cardtable.server.players.passwords import password_checks
+from cardtable.server.players.seat_turns import with_turns
 from cardtable.server.players.sessions import (
     COOKIE,
     Account,
@@ -281,7 +282,8 @@ async def delete_me(request: Request) -> Response:
 @router.get("/me/seats", responses=error_responses(401))
 async def my_seats(request: Request) -> list[dict[str, Any]]:
     """The seats the signed-in player holds at open tables and tables in play, each with its token (the same in
-    every browser): ``[{"table": TABLE, "seat", "token"}]``. 401 ``account.not_signed_in``. Read from the
+    every browser): ``[{"table": TABLE, "seat", "token", "turn", "bank_ms", "deadline", "last_trick"}]``, the seats
+    to move first (``players/seat_turns.py``: turn-based tables). 401 ``account.not_signed_in``. Read from the
     database, so that every server process gives the same list (a table owned by another process as its owner
     last published it)."""
     account = await require_account(request)
@@ -311,6 +313,6 @@ async def my_seats(request: Request) -> list[dict[str, Any]]:
         if found is None or row.seat >= len(found.seats) or found.seats[row.seat].token_hash != hash_token(token):
             continue  # over, or the seat was left and taken by someone else
         out.append({"table": shown[row.table_id], "seat": row.seat, "token": token})
-    return out
+    return await with_turns(store, out, manager.tables, stored)
 
 
