@@ -13,6 +13,7 @@ import { announce, clearAnnouncements } from './announce.js';
 import { scoreStrip } from './strip.js';
 import { cue, soundToggle } from './sound.js';
 import { standins as standinsOf, standinEl } from './standin.js';
+import { SeatClocks, seatTurnBadges, turnBased } from './turns.js';
 
 /**
  * How long a finished trick stays on the table (milliseconds) before the next one shows, unless the player clicks:
@@ -70,8 +71,9 @@ function trickView(entries, discards, names, { winner = null, lowest = null, las
  * `now`: the view the seats show (whose turn, cards in hand, anemones, points) when the trick area shows an older
  * one (`view`: a finished trick held on the table), so the seats agree with the bar and your hand.
  * `standins`: per seat, null or `{ back }` where the stand-in bot plays a person's seat (standin.js).
+ * `clocks`: at a turn-based table, its SeatClocks (turns.js): each seat's time bank, and the seats kept by a stand-in.
  */
-export function renderAnemoneBoard(view, names, { seat = null, hands = null, totals = null, now = null, standins = null } = {}) {
+export function renderAnemoneBoard(view, names, { seat = null, hands = null, totals = null, now = null, standins = null, clocks = null } = {}) {
   const sv = now || view;
   const n = view.players || names.length;
   const seats = [];
@@ -80,12 +82,15 @@ export function renderAnemoneBoard(view, names, { seat = null, hands = null, tot
     const pile = (sv.score_piles || [])[s] || [];
     const handShown = hands ? hands[s] : null;
     const standin = standins?.[s] || null;
-    seats.push(h('section.aseat' + (sv.turn === s && !sv.over ? '.turn' : '') + (s === seat ? '.me' : '') + (standin ? '.stoodin' : ''), { dataset: { seat: String(s) } },
-      h('header', {}, standin ? standinEl(names, s, standin) : h('strong', {}, nameOf(names, s, t('seat.player', { n: s + 1 }))),
+    const kept = !!clocks?.kept(s); // a turn-based seat its stand-in keeps for the match (3 timeouts)
+    seats.push(h('section.aseat' + (sv.turn === s && !sv.over ? '.turn' : '') + (s === seat ? '.me' : '') + (standin || kept ? '.stoodin' : ''), { dataset: { seat: String(s) } },
+      h('header', {}, standin && !kept ? standinEl(names, s, standin) : h('strong', {}, nameOf(names, s, t('seat.player', { n: s + 1 }))),
         s === seat ? h('em', { text: ` (${t('table.you')})` }) : null,
         sv.leader === s ? h('span.badge.lead', { text: t('anemone.leader') }) : null,
-        sv.turn === s && !sv.over ? h('span.badge.turnb', { text: t('anemone.to_play') }) : null),
+        sv.turn === s && !sv.over ? h('span.badge.turnb', { text: t('anemone.to_play') }) : null,
+        seatTurnBadges(clocks, s)),
       h('div.stats', {},
+        clocks ? clocks.el(s) : null,
         h('span', { text: t('anemone.cards_in_hand', { n: (sv.hand_counts || [])[s] ?? 0 }) }),
         h('span', { text: t('anemone.score_pile', { n: pile.length }) }),
         h('span', { text: t('anemone.points', { n: (sv.points || [])[s] ?? 0 }) }),
@@ -139,6 +144,8 @@ export function mountTable(root, ctx) {
   page?.classList.add('afit');
 
   const names = () => seatNames(table);
+  // a turn-based table: each seat's time bank, the seat to move counting down (turns.js)
+  const clocks = turnBased(table) ? new SeatClocks(table) : null;
 
   function drawBar() {
     const keysFocus = [keysMenu, ctx.reactions?.picker].some((el) => el?.contains(document.activeElement)) ? document.activeElement : null;
@@ -305,7 +312,7 @@ export function mountTable(root, ctx) {
   function render() {
     if (!view) return;
     const before = flipBefore(root);
-    fill(boardBox, renderAnemoneBoard(view, names(), { seat, totals: totals.length ? totals : null, now: now(), standins: standinsOf(table) }));
+    fill(boardBox, renderAnemoneBoard(view, names(), { seat, totals: totals.length ? totals : null, now: now(), standins: standinsOf(table), clocks }));
     if (holdTimer) {
       const tr = boardBox.querySelector('section.trick');
       tr?.classList.add('held');
@@ -373,7 +380,8 @@ export function mountTable(root, ctx) {
       noteBelow: true,
       onClose: () => { overlay.remove(); overlay = null; },
       // the ready step (scores.js): the next hand starts once everyone here pressed Ready, or at the countdown
-      game: 'anemone', options: table?.options, seat, onReady: () => conn.send({ type: 'ready' }),
+      // a turn-based table has no ready step: its next hand is dealt at once
+      game: 'anemone', options: table?.options, seat, onReady: clocks ? null : () => conn.send({ type: 'ready' }),
       onAgain: ctx.playAgain,
     });
     ctx.reactions?.intoDialog(overlay); // a row of reactions between hands (reactions.js)
@@ -390,6 +398,8 @@ export function mountTable(root, ctx) {
   return {
     snapshot(msg) {
       table = msg.table || table;
+      clocks?.setTable(table);
+      clocks?.noteView(msg.view);
       clearTimeout(holdTimer); clearTimeout(drainTimer); holdTimer = null; drainTimer = null; queue.length = 0; // a snapshot replaces whatever waited
       view = msg.view; latest = msg.view; legal = msg.legal || [];
       results = msg.results || []; totals = msg.totals || []; handNo = msg.hand ?? 0;
@@ -405,6 +415,7 @@ export function mountTable(root, ctx) {
     update(msg) {
       say(msg.events, msg.view);
       latest = msg.view;
+      clocks?.noteView(msg.view);
       if (waiting()) { queue.push(['update', msg]); render(); } // the held trick stays; seats, bar and hand move on
       else showUpdate(msg);
     },
@@ -417,8 +428,8 @@ export function mountTable(root, ctx) {
       else showNextHand(msg);
     },
     warning() {},
-    table(tb) { table = tb; if (view) render(); }, // a seat's stand-in comes or goes
-    destroy() { clearAnnouncements(); page?.classList.remove('afit'); overlay?.remove(); clearTimeout(holdTimer); clearTimeout(drainTimer); queue.length = 0; },
+    table(tb) { table = tb; clocks?.setTable(tb); if (view) render(); }, // a seat's stand-in comes or goes; the banks
+    destroy() { clocks?.destroy(); clearAnnouncements(); page?.classList.remove('afit'); overlay?.remove(); clearTimeout(holdTimer); clearTimeout(drainTimer); queue.length = 0; },
     get legal() { return legal; },
   };
 }

@@ -6,6 +6,8 @@ import { t, tOr } from './i18n.js';
 import { api, errorText, saveSeat, getName, saveName, getSeat } from './api.js';
 import { navigate } from './nav.js';
 import { gameTitle, botLabel, botSentence, seatNameEl, joinEls, tWith } from './names.js';
+import { paceChoice, yourGamesPanel } from './turns.js';
+import { whoAmI } from './players_i18n.js';
 
 export { gameTitle, botLabel, seatName } from './names.js';
 
@@ -95,9 +97,10 @@ function playNowPanel(games, name) {
   return box;
 }
 
-function createPanel(games, name) {
+function createPanel(games, name, signedIn) {
   const box = h('details.panel.create#custom', {});
   let game = games[0]?.game;
+  const pace = paceChoice(game, { signedIn }); // turns.js: Real time / Turn-based and the turn clock presets
   const gamePick = h('div.segmented', { role: 'radiogroup', 'aria-label': t('lobby.game') });
   const optsBox = h('div.optgroups');
   const timingBox = h('div.options.timing');
@@ -110,7 +113,7 @@ function createPanel(games, name) {
       const options = readOptions(form, info.options);
       const seats = [...seatsBox.querySelectorAll('select.seat-kind')].map((sel, i) =>
         i === 0 || sel.value === 'open' ? { kind: 'open' } : { kind: 'bot', bot: sel.value });
-      const body = { game, options, seats, name: name.value.trim() || t('lobby.default_name') };
+      const body = { game, options, seats, name: name.value.trim() || t('lobby.default_name'), ...pace.body() };
       if (seed.value !== '') body.seed = Number(seed.value);
       saveName(name.value.trim());
       try {
@@ -164,12 +167,13 @@ function createPanel(games, name) {
   function drawGames() {
     fill(gamePick, games.map((g) => h('button' + (g.game === game ? '.on' : ''), {
       type: 'button', role: 'radio', 'aria-checked': String(g.game === game), dataset: { game: g.game },
-      onclick: () => { game = g.game; drawGames(); drawOptions(); },
+      onclick: () => { game = g.game; drawGames(); drawOptions(); pace.setGame(game); },
     }, gameTitle(g.game))));
   }
 
   fill(form,
     h('div.field', {}, h('span.label', { text: t('lobby.game') }), gamePick),
+    pace.el,
     h('fieldset', {}, h('legend', { text: t('lobby.seats') }), seatsBox),
     h('h3.rules-h', { text: t('lobby.house_rules') }),
     optsBox,
@@ -223,7 +227,8 @@ function listPanel(titleKey, id) {
 }
 
 export function showLobby(main) {
-  const left = h('div.col');
+  const yourGames = yourGamesPanel(); // turns.js: the signed-in player's turn-based games, and the count in the title
+  const left = h('div.col', {}, yourGames.el);
   const openP = listPanel('lobby.open_tables', 'open-tables');
   const playP = listPanel('lobby.playing_tables', 'playing-tables');
   const finP = listPanel('lobby.finished_tables', 'finished-tables');
@@ -243,7 +248,10 @@ export function showLobby(main) {
   main.className = 'lobby-page';
 
   const name = h('input#player-name', { type: 'text', value: getName(), maxlength: '24', placeholder: t('lobby.name_placeholder'), autocomplete: 'nickname' });
-  api.games().then((games) => fill(left, playNowPanel(games, name), createPanel(games, name)))
+  let signedIn = false; // a guest has no games to ask for
+  const who = whoAmI();
+  who.then((me) => { signedIn = !!me; if (me) yourGames.refresh(); });
+  Promise.all([api.games(), who]).then(([games, me]) => fill(left, yourGames.el, playNowPanel(games, name), createPanel(games, name, !!me)))
     .catch((e) => fill(left, h('section.panel', {}, h('p.error', { text: t('lobby.load_failed', { reason: errorText(e) }) }))));
 
   // Each list shows as many pages as asked for with its "More" button (the server's X-Next-Cursor paging), all
@@ -283,8 +291,11 @@ export function showLobby(main) {
     }
   }
 
-  async function refresh() { for (const list of lists) await load(list); }
+  async function refresh() {
+    if (signedIn) yourGames.refresh(); // the "Your games" panel (turns.js)
+    for (const list of lists) await load(list);
+  }
   refresh();
   const timer = setInterval(refresh, 5000);
-  return () => clearInterval(timer);
+  return () => { clearInterval(timer); yourGames.stop(); };
 }

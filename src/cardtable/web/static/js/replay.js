@@ -10,6 +10,7 @@ import { CREATURE_SUITS, SUIT_SYMBOL } from './cards.js';
 import { navigate } from './nav.js';
 import { scoreTable } from './scores.js';
 import { reviewPanel } from './review.js';
+import { timeEl } from './turns.js';
 
 export function pileName(p) {
   if (!p) return '';
@@ -159,6 +160,8 @@ export function showReplay(main, id) {
       h('span', { text: t('table.hand_n', { n: group.hand + 1 }) }), ' · ',
       h('strong.what', { text: describeAction(named, names, group.play > 0 ? steps[group.play - 1].view : null) }),
       folded > 0 ? h('span.folded', { text: ` (${t('replay.folded', { n: folded })})` }) : null,
+      // when the move was made (a turn-based table's steps carry `at`), in the viewer's local time
+      named.at ? h('span.stepat', {}, ' · ', h('span.sr', { text: t('turns.played_at') }), timeEl(named.at)) : null,
       ending ? h('span', { text: ` · ${describeAction(ending, names)}` }) : null,
       result && (!groups[i + 1] || groups[i + 1].hand !== group.hand) ? h('div.handresult', {
         text: t('replay.hand_scores', { n: group.hand + 1, scores: names.map((nm, s) => `${nm} ${signedScore((result.scores || [])[s] ?? 0)}`).join(' · ') }),

@@ -4,7 +4,8 @@ import { h, fill, toast } from './util.js';
 import { t, wordRefusal } from './i18n.js';
 import { api, errorText, getSeat, saveSeat, forgetSeat, getName, saveName } from './api.js';
 import { TableConnection } from './conn.js';
-import { gameTitle, seatNameEl } from './names.js';
+import { gameTitle, seatNameEl, seatNames } from './names.js';
+import { catchUpDialog } from './turns.js';
 import { navigate } from './nav.js';
 import { Reactions } from './reactions.js';
 import { TableCues } from './sound.js';
@@ -108,6 +109,7 @@ export function showTable(main, id, { watch = false } = {}) {
   let reactions = null; // reactions.js: the picker, the mute toggle and the bubbles by the seats
   let cues = null; // sound.js: the sounds and the "your turn" title
   let destroyed = false;
+  let catchUpSeen = null; // the last "since your last move" summary shown (showCatchUp)
   const mine = watch ? null : getSeat(id);
   const statusEl = h('div.connstatus', { 'aria-live': 'polite' });
   const body = h('div.tablebody');
@@ -131,6 +133,19 @@ export function showTable(main, id, { watch = false } = {}) {
       h('span', { text: t('table.again_invite', { name: msg.name }) }), follow,
       h('button.dismiss', { type: 'button', text: '\u00d7', 'aria-label': t('common.close'), onclick: () => box.remove() }));
     document.body.append(box);
+  }
+
+  /** Coming back to a turn-based table: what happened since this seat's last move (turns.js), over the table. */
+  function showCatchUp(msg, table) {
+    // a reconnection gets the same summary again: shown once per page (until a move of this seat changes it)
+    const key = JSON.stringify([msg.since, (msg.tricks || []).length, (msg.hands || []).length]);
+    if (key === catchUpSeen) return;
+    catchUpSeen = key;
+    document.querySelector('.catchup-overlay')?.close?.();
+    const box = catchUpDialog(msg, seatNames(table), { onClose: () => { state.catchUpShown = false; } });
+    if (!box) return;
+    document.body.append(box);
+    state.catchUpShown = true;
   }
 
   function showFinished(tb) {
@@ -218,6 +233,7 @@ export function showTable(main, id, { watch = false } = {}) {
       next_hand(msg) { if (mounting) mounting.queued.push(['nextHand', msg]); else game?.nextHand?.(msg); }, // the ready step
       reaction(msg) { state.reaction = msg; reactions?.show(msg); }, // reactions.js: a bubble by the sender's seat, unless muted here
       again(msg) { if (seat === null || msg.seat !== seat) showInvitation(msg, seat === null ? null : token); }, // Play again
+      catch_up(msg) { state.catchUp = msg; showCatchUp(msg, table); }, // a turn-based table: since your last move
       error(msg) { console.warn('server error', msg.code, msg.reason); if (msg.code) toast(wordRefusal(msg, table?.game), 'error', 4000); },
     };
     conn = new TableConnection(id, token, handlers);
@@ -241,11 +257,12 @@ export function showTable(main, id, { watch = false } = {}) {
   return () => {
     destroyed = true;
     document.querySelector('.invitation')?.remove();
+    document.querySelector('.catchup-overlay')?.close?.();
     clearInterval(countdown);
     game?.destroy();
     reactions?.destroy();
     cues?.destroy();
     conn?.close();
-    Object.assign(state, { seat: null, view: null, legal: [], v: null, table: null, status: 'idle' });
+    Object.assign(state, { seat: null, view: null, legal: [], v: null, table: null, status: 'idle', catchUp: null, catchUpShown: false });
   };
 }
