@@ -199,3 +199,21 @@ def test_a_person_away_is_never_replaced_by_the_grace_timer(make_client: MakeCli
     assert table["status"] == "playing"
     assert table["seats"][0]["standin"] is None
     wait_status(client, table_id, ("playing",))
+
+
+def test_play_again_after_a_turn_based_match_opens_a_turn_based_table(make_client: MakeClient) -> None:
+    client = make_client(turn_settings())
+    ana = sign_up(client, "ana")
+    clock = {"start_s": 60, "per_move_s": 30}
+    table_id, token = make_table(client, ana, clock, [{"kind": "open"}, *BOTS])
+    with client.websocket_connect(f"/ws/tables/{table_id}") as ws:
+        ws.send_json({"type": "hello", "token": token})
+        assert play(ws)["status"] == "finished"
+    as_account(client, None)  # a guest may not take a turn-based seat, even through Play again
+    refused = client.post(f"/api/tables/{table_id}/again", headers=ORIGIN, json={"token": token})
+    assert refused.status_code == 401 and refused.json()["code"] == "account.not_signed_in"
+    as_account(client, ana)
+    again = client.post(f"/api/tables/{table_id}/again", headers=ORIGIN, json={"token": token})
+    assert again.status_code == 200, again.text
+    table = again.json()["table"]
+    assert table["pace"] == "turn-based" and table["turn_clock"] == clock and table["id"] != table_id

@@ -24,7 +24,7 @@ from cardtable.server.lobby.daily_private import check_readable
 from cardtable.server.lobby.manager import Manager
 from cardtable.server.lobby.play_now import PLAY_NOW_BOTS, visitor_key
 from cardtable.server.lobby.seating import bind_seat
-from cardtable.server.lobby.turn_based import Joiner, check_person_seat, turn_clock_for
+from cardtable.server.lobby.turn_based import Joiner, check_person_seat, table_pace, turn_clock_for
 from cardtable.server.players.account_seats import mark_finished_accounts, seats_of_account
 from cardtable.server.players.leaderboards import play_now_bot
 from cardtable.server.players.names import NameRefused, check_name, has_control
@@ -312,17 +312,21 @@ async def join_table(table_id: str, body: JoinTable, request: Request) -> dict[s
     return _seated(table.id, table.to_dict(), seat, token)
 
 
-@router.post("/tables/{table_id}/again", responses=_errors(403, 404, 409, 413, 422, 429))
+@router.post("/tables/{table_id}/again", responses=_errors(401, 403, 404, 409, 413, 422, 429))
 async def again_table(table_id: str, body: TokenBody, request: Request) -> dict[str, Any]:
     """Play again at the finished table ``table_id`` with the token of a seat held there: the first press opens
     the next table (same options, the bots in the same seats, the presser at their own seat number) and invites
     the old table's connections (an ``again`` message); a later press takes the presser's seat at that same table
     (``Manager.again``). Answered as ``join``; counted as a join per address (``429``, ``409 table.seat_limit``);
     a signed-in seat is tied to the account as at ``join``. ``409 again.not_over`` before the end, ``409
-    again.followed`` for a second press from the same seat, ``403 token.bad`` for a token that held no seat."""
+    again.followed`` for a second press from the same seat, ``403 token.bad`` for a token that held no seat. After a
+    turn-based match, as at ``join``: ``401 account.not_signed_in``, ``409 turn_based.too_many``."""
     manager = _manager(request)
     address = client_address(request)
     await manager.check_join(address)
+    live = manager.tables.get(table_id)
+    if (live.row.pace if live is not None else await table_pace(manager.store, table_id)) == "turn-based":
+        await check_person_seat(manager.store, manager.settings, await _account_id(request))
     table, seat, token = await manager.again(table_id, body.token)
     _mark_creator(table, address)
     table, token = await _bind(request, table, seat, token)

@@ -59,13 +59,17 @@ class Again:
             autostart: bool = True,
             ready_seconds: float | None = None,
             creator_seat: int | None = None,
+            daily: str | None = None,
+            pace: str = "real-time",
+            turn_clock: dict[str, int] | None = None,
         ) -> tuple[Table, int, str]: ...
 
         def arm_autostart(self, table: Table, delay_s: float, *, on_hello: bool) -> None: ...
 
     async def again(self, table_id: str, token: str) -> tuple[Table | RemoteTable, int, str]:
         """Play again from the finished table ``table_id`` with the ``token`` of a seat a person held there: the
-        first press opens the next table (:func:`next_seats`, the same options, grace and ready countdown, a seed
+        first press opens the next table (:func:`next_seats`, the same options, pace and turn clock, grace and ready
+        countdown, a seed
         the server draws, so a rated match stays rated) and seats the presser at their own seat number; the old
         table's connections get ``{"type": "again", "table": NEW_ID, "seat": N, "name": NAME}``. A later press by
         another seat takes that seat number at the new table (else any open seat there). Returns the new table,
@@ -110,6 +114,8 @@ class Again:
                 old.row.grace_seconds,
                 ready_seconds=old.row.ready_seconds,
                 creator_seat=seat,
+                pace=old.row.pace,
+                turn_clock=old.row.turn_clock,
             )
             old.successor = made.id
             old.followed.add(seat)
