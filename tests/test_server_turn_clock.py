@@ -217,3 +217,27 @@ def test_play_again_after_a_turn_based_match_opens_a_turn_based_table(make_clien
     assert again.status_code == 200, again.text
     table = again.json()["table"]
     assert table["pace"] == "turn-based" and table["turn_clock"] == clock and table["id"] != table_id
+
+
+def test_a_seat_its_stand_in_keeps_is_offered_no_move_and_its_moves_are_refused(make_client: MakeClient) -> None:
+    client = make_client(turn_settings(turn_idle_s=600))
+    ana = sign_up(client, "ana")
+    table_id, token = make_table(client, ana, {"start_s": 1, "per_move_s": 1}, [{"kind": "open"}, *BOTS], rounds=3)
+    with client.websocket_connect(f"/ws/tables/{table_id}") as ws:
+        ws.send_json({"type": "hello", "token": token})
+        offered_after_kept: list[Any] = []
+        while True:  # ana never moves: three timeouts, then her stand-in keeps the seat
+            message = ws.receive_json()
+            turn = (message.get("table") or {}).get("turn") or {}
+            if turn.get("kept", [False])[0]:
+                break
+        ws.send_json({"type": "action", "seq": 7, "action": {"type": "play", "card": "1A"}})
+        while True:
+            message = ws.receive_json()
+            if message["type"] in ("update", "snapshot") and message.get("legal"):
+                offered_after_kept.append(message["legal"])
+            if message["type"] == "reject" and message["seq"] == 7:
+                break
+    assert message["code"] == "seat.kept"
+    assert offered_after_kept == []
+    assert banks(client, table_id)[0].timeouts == 3

@@ -95,6 +95,7 @@ CODES: dict[str, str] = {
     # -- the table (WebSocket rejects and errors) ---------------------------------------------------------------
     "table.not_started": "The game has not started yet",
     "table.over": "The game is over",
+    "seat.kept": "A bot plays this seat to the end of the match: it ran out of time three times",
     "table.broken": "The table stopped on a server error",
     "hello.timeout": "No hello within {seconds} seconds: the connection closes",
     "hello.repeated": "This connection has already said hello",
@@ -225,6 +226,7 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "anemone.anemones_not_held": ("seat", "wanted", "held"),
     "table.not_started": (),
     "table.over": (),
+    "seat.kept": (),
     "table.broken": ("detail",),
     "hello.timeout": ("seconds",),
     "hello.repeated": (),

@@ -46,6 +46,8 @@ class Audience:
 
         def turn_dict(self) -> dict[str, Any] | None: ...
 
+        def kept(self, seat: int) -> bool: ...
+
         @property
         def status(self) -> str: ...
 
@@ -103,9 +105,10 @@ class Audience:
         return state.to_act()
 
     def legal_for(self, seat: int | None, acting: Collection[int] | None = None) -> list[Action]:
-        """``seat``'s legal actions now: empty for a spectator, between hands and for a seat that may not act.
-        ``acting`` is :meth:`acting` when the caller already has it (one update, many viewers)."""
-        if seat is None or self.state is None:
+        """``seat``'s legal actions now: empty for a spectator, between hands, for a seat that may not act and for a
+        seat its stand-in keeps (``turn_clock.py``). ``acting`` is :meth:`acting` when the caller already has it (one
+        update, many viewers)."""
+        if seat is None or self.state is None or self.kept(seat):
             return []
         if seat not in (self.acting() if acting is None else acting):
             return []

@@ -302,6 +302,10 @@ class Table(Audience, Presence, Driving, HandOver, TurnClock, Ending):
                 else:
                     rejected.append((play, _refusal("the game is over", "table.over")))
                 continue
+            if play.connection is not None and play.seat is not None and self.kept(play.seat):
+                rejected.append((play, _refusal("a bot plays this seat to the end of the match: it ran out of time "
+                                                "three times", "seat.kept")))
+                continue
             if play.due is not None:
                 clock = state.clock_action()
                 if clock is None or clock[1] != play.action or state.is_over:

@@ -61,6 +61,8 @@ class TurnClock:
     """The seat whose deadline runs now (a person's, still playing), or ``None``."""
     _deadline_timer: asyncio.TimerHandle | None
     _timing_out: int | None
+    _unstored: bool
+    """A turn ended (:meth:`turn_moved`) and the banks as stored still show its deadline."""
     _notices: set[asyncio.Task[None]]
     _banks_write: asyncio.Future[None] | None
 
@@ -84,6 +86,7 @@ class TurnClock:
         self.turn_seat = None
         self._deadline_timer = None
         self._timing_out = None
+        self._unstored = False
         self._notices = set()
         self._banks_write = None
         if not self.row.turn_based:
@@ -153,6 +156,7 @@ class TurnClock:
         bank.deadline_ms = None
         self.turn_seat = None
         self._timing_out = None
+        self._unstored = True  # stored by the turn_changed that follows, even if no person's turn begins
 
     def turn_changed(self) -> None:
         """After every change: start the turn of the seat to move now (its deadline stored, its timer armed, its
@@ -164,13 +168,13 @@ class TurnClock:
         seat = to_act[0] if len(to_act) == 1 else None
         if seat is not None and (self.seats[seat].row.kind != "person" or self.seats[seat].standin is not None):
             seat = None  # a bot moves: no deadline (the table stays active while it thinks)
-        if seat == self.turn_seat and (seat is None or self._deadline_timer is not None):
+        if seat == self.turn_seat and (seat is None or self._deadline_timer is not None) and not self._unstored:
             return
-        changed = False
+        changed, self._unstored = self._unstored, False
         if self.turn_seat is not None and seat != self.turn_seat:
             old = self.banks[self.turn_seat]
-            if old.deadline_ms is not None:  # moved on without its move (rebuilt after a crash, or the match ended)
-                old.bank_ms = min(self.turn_start_ms, max(0, old.deadline_ms - unix_ms()) + self.turn_per_move_ms)
+            if old.deadline_ms is not None:  # moved on without its move (a stand-in took over, the match ended):
+                old.bank_ms = max(0, old.deadline_ms - unix_ms())  # what was left, with no move's gain
                 old.deadline_ms = None
             self.turn_seat = None
             changed = True
