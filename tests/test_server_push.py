@@ -25,7 +25,9 @@ from starlette.testclient import TestClient
 
 from cardtable.server.players.push import ENDPOINT_MAX, notify_turn
 from cardtable.server.storage import players_schema as ps
-from clients import MakeClient, fast_settings, query
+from clients import MakeClient, as_account, fast_settings, query
+from polling import wait_for
+from test_server_turn_clock import make_table, move_once, play, to_move, turn_settings
 
 ORIGIN = {"Origin": "http://testserver"}
 CONTACT = "mailto:ops@cardtable.example"
@@ -377,3 +379,73 @@ def test_deleting_the_account_deletes_its_subscriptions(
     assert client.delete("/api/me", headers=ORIGIN).status_code == 204
     assert endpoints_of(client, account) == []
     assert notify(client, account) == 0
+
+
+def test_your_turn_is_pushed_when_the_other_player_moved_and_never_while_you_are_there(
+    make_client: MakeClient, push_service: PushService
+) -> None:
+    """The end to end path: ana moves over a WebSocket, the bots play, and bo (subscribed, not connected) gets a
+    "your turn" message he can decrypt; once bo is connected when his turn comes, nothing is pushed to him."""
+    client = make_client(turn_settings(push_allow_insecure=1, push_contact=CONTACT))
+    ana_browser = Browser(push_service.endpoint("/push/ana"))
+    bo_browser = Browser(push_service.endpoint("/push/bo"))
+    sign_up(client, "ana")
+    ana = str(client.cookies.get("ct_session"))
+    assert client.post("/api/me/push", json=ana_browser.to_json(), headers=ORIGIN).status_code == 201
+    client.cookies.clear()
+    sign_up(client, "bo")
+    bo = str(client.cookies.get("ct_session"))
+    assert client.post("/api/me/push", json=bo_browser.to_json(), headers=ORIGIN).status_code == 201
+    bots = [{"kind": "bot", "bot": "heuristic"}] * 2
+    table_id, ana_token = make_table(
+        client, ana, {"start_s": 600, "per_move_s": 300}, [{"kind": "open"}, *bots, {"kind": "open"}]
+    )
+    as_account(client, bo)
+    joined = client.post(f"/api/tables/{table_id}/join", headers=ORIGIN, json={})
+    assert joined.status_code == 200, joined.text
+    bo_seat, bo_token = joined.json()["seat"], joined.json()["token"]
+    assert bo_seat == 3  # ana leads (seat 0), the two bots play, then bo
+    as_account(client, ana)
+    started = client.post(f"/api/tables/{table_id}/start", headers=ORIGIN, json={"token": ana_token})
+    assert started.status_code == 200, started.text
+
+    def pushed(path: str) -> list[Received]:
+        return [r for r in list(push_service.received) if r.path == path]
+
+    # Ana's turn (she is away: told so); nothing for bo before ana has moved.
+    wait_for(lambda: to_move(client, table_id) == 0, what="ana's turn")
+    wait_for(lambda: pushed("/push/ana"), what="ana told of her turn")
+    assert pushed("/push/bo") == []
+    move_once(client, table_id, ana_token)
+    wait_for(lambda: to_move(client, table_id) == bo_seat, what="bo's turn after the bots")
+    [received] = wait_for(lambda: pushed("/push/bo"), what="bo told of his turn")
+    message = bo_browser.read(received)
+    assert message["title"] == f"Your turn at table {table_id}"
+    assert "Enemy Anemone" in message["body"]
+    assert message["url"] == f"/?table={table_id}"
+    assert received.headers["content-encoding"] == "aes128gcm"
+
+    # Bo comes and stays: when his turn comes again he is there, and nothing is pushed to him. Ana, away, is
+    # told of each of her turns: the one after bo's next turn shows that bo's turn was not pushed.
+    ana_turns = 1
+    bo_turns_while_there = 0
+    with client.websocket_connect(f"/ws/tables/{table_id}") as ws:
+        ws.send_json({"type": "hello", "token": bo_token})
+        play(ws, moves=1)  # the turn he was told of
+        while True:
+            [seat] = wait_for(
+                lambda: [s for s in [to_move(client, table_id)] if s is not None], what="a person's turn"
+            )
+            if seat == bo_seat:
+                bo_turns_while_there += 1
+                play(ws, moves=1)
+                continue
+            ana_turns += 1
+            wait_for(
+                lambda n=ana_turns: len(pushed("/push/ana")) == n, what=f"ana told of her turn {ana_turns}"
+            )
+            if bo_turns_while_there:
+                break
+            move_once(client, table_id, ana_token)
+    assert pushed("/push/bo") == [received]
+    assert ana_browser.read(pushed("/push/ana")[-1])["url"] == f"/?table={table_id}"
