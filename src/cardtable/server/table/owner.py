@@ -192,6 +192,7 @@ class Table(Audience, Presence, Driving, HandOver, TurnClock, Ending):
         if self.autostart is not None:
             self.autostart.cancel()
         self.stop_turn_clock()
+        self.reactions.close()  # no cycle left: freed at once when let go (reactions.py)
         for seat in self.seats:
             if seat.away_timer is not None:
                 seat.away_timer.cancel()
