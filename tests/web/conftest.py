@@ -91,6 +91,7 @@ def _serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "CARDTABLE_SIGN_INS_PER_ADDRESS": "100000",
         "CARDTABLE_CHOSEN_SEEDS": "1",  # tests deal known hands at tables of two people (unrated)
         "CARDTABLE_PLAY_NOW_START": "3",
+        "CARDTABLE_TURN_CLOCK_MIN_S": "1",  # turn-based tables with clocks of seconds (test_turn_based_page.py)
         "CARDTABLE_REVIEW_SIMULATIONS": "300",  # every finished match is reviewed: cheaply here
     })
     with open(log, "w") as out:

@@ -1,25 +1,28 @@
 """Turn-based Enemy Anemone in the browser (issue 29, js/turns.js): the custom table's Pace choice and turn clock
 presets, the lobby's "Your games" panel with the count of your turns in the page title and on the favicon, each
-seat's time bank at the table, the "Since your last move" summary of a ``catch_up`` message, and the time of each
-move in a replay.
+seat's time bank at the table (with the time left in your bank on the "Your turn" bar), the seats a stand-in keeps,
+the "Since your last move" summary of a ``catch_up`` message, and the time of each move in a replay.
 
-The custom table's tests run against the real server. The others are tests of rendering that answer what the
-server's turn-based part sends (GET /api/me/seats, the TABLE's ``turn``, ``catch_up``, a replay step's ``at``) with
-contract-shaped data through Playwright's ``page.route`` / ``page.route_web_socket`` over the real server's
-answers (the fields are added to a real table's messages), until the server gives them itself."""
+Everything runs against the real server (conftest.py: ``turn_clock_min_s`` 1): the tables are made, joined and
+played here through its API and its WebSocket (another device of the same player, or another player), with clocks
+of seconds where a timeout is the point and of minutes to days where the page shows them."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import secrets
-from datetime import UTC, datetime, timedelta
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, Route, WebSocketRoute, expect
-from webhelpers import api, axe_serious, sit, started_table
+from playwright.sync_api import APIRequestContext, Browser, Locator, Page, expect
+from webhelpers import api, axe_serious, sit
+from websockets.sync.client import connect
 
 from polling import wait_for
 
@@ -28,10 +31,11 @@ pytestmark = pytest.mark.browser
 SIZES = [(1280, 720), (390, 844)]
 
 
-def sign_up(page: Page, server: str) -> str:
-    """A new account, signed in in the page's browser context; returns its name."""
-    name = f"Turns{secrets.token_hex(3)}"
-    res = page.request.post(server + "/api/accounts", data={"name": name, "password": "a long password"})
+def sign_up(request: APIRequestContext, server: str, prefix: str = "Turns") -> str:
+    """A new account named ``prefix`` and a few hex digits, signed in in the browser context of ``request`` (a
+    page's or a context's); returns its name."""
+    name = f"{prefix}{secrets.token_hex(3)}"
+    res = request.post(server + "/api/accounts", data={"name": name, "password": "a long password"})
     assert res.ok, res.text()
     return name
 
@@ -79,7 +83,7 @@ def test_turn_based_is_offered_for_enemy_anemone_only_and_refused_to_a_guest(pag
 
 def test_a_signed_in_player_starts_a_turn_based_table(page: Page, server: str) -> None:
     page.set_viewport_size({"width": 390, "height": 844})
-    sign_up(page, server)
+    sign_up(page.request, server)
     page.goto(server + "/")
     open_custom_anemone(page)
     page.locator("[data-pace=turn-based]").click()
@@ -99,51 +103,158 @@ def test_a_signed_in_player_starts_a_turn_based_table(page: Page, server: str) -
     assert "pace" not in json.loads(sent.value.post_data or "{}")
 
 
-# ---- the lobby's "Your games" (GET /api/me/seats answered by page.route: a test of rendering) ----
+# ---- the real server's turn-based tables, made and played from here ----
+
+BOTS = [{"kind": "bot", "bot": "heuristic"}]
+SEOUL = timezone(
+    timedelta(hours=9)
+)  # the browser's time zone in the tests of times (no daylight saving time)
 
 
-def iso(at: datetime) -> str:
-    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def seoul(at: str) -> str:
+    """An ISO 8601 moment as the page writes it in Seoul, in English: "Nov 27, 6:05 AM"."""
+    d = datetime.fromisoformat(at.replace("Z", "+00:00")).astimezone(SEOUL)
+    return f"{d:%b} {d.day}, {d.hour % 12 or 12}:{d:%M} {'AM' if d.hour < 12 else 'PM'}"
 
 
-def seat_entry(
-    tid: str,
+def table_of(server: str, table_id: str) -> dict[str, Any]:
+    """The table's TABLE as ``GET /api/tables/{id}`` gives it."""
+    return dict(api(server, "GET", f"/api/tables/{table_id}"))
+
+
+def turn_table(
+    request: APIRequestContext,
+    server: str,
+    clock: tuple[int, int],
+    others: list[dict[str, Any]],
     *,
-    turn: bool,
-    bank_ms: int,
-    deadline: str | None,
-    last_trick: list[dict[str, Any]] | None,
-    mover: int | None,
-) -> dict[str, Any]:
-    """One entry of GET /api/me/seats as the contract shapes it (docs: contract_29, "GET /api/me/seats")."""
-    return {
-        "table": {
-            "id": tid,
+    join: APIRequestContext | None = None,
+    rounds: int = 1,
+    seed: int = 6,
+) -> tuple[str, dict[int, str]]:
+    """A turn-based Enemy Anemone table of four made by the account signed in on ``request`` (seat 0, which leads the
+    first hand; dealt from ``seed``), its turn clock ``clock`` = (start_s, per_move_s), the other seats ``others`` (an open one is
+    taken by the account of ``join``), started; returns its id and the people's seat tokens by seat."""
+    made = request.post(
+        server + "/api/tables",
+        data={
             "game": "anemone",
-            "status": "playing",
+            "options": {"players": 4, "rounds": rounds},
+            "seed": seed,
             "pace": "turn-based",
-            "turn_clock": {"start_s": 259200, "per_move_s": 86400},
-            "seats": [
-                {"seat": 0, "kind": "person", "name": "Mirae"},
-                {"seat": 1, "kind": "person", "name": "Haruto"},
-                {"seat": 2, "kind": "bot", "bot": "heuristic"},
-            ],
-            "turn": {
-                "seat": mover,
-                "deadline": deadline,
-                "deadline_ms": None,
-                "banks_ms": [bank_ms, 86400000, 86400000],
-                "timeouts": [0, 0, 0],
-                "kept": [False, False, False],
-            },
+            "turn_clock": {"start_s": clock[0], "per_move_s": clock[1]},
+            "seats": [{"kind": "open"}, *others],
         },
-        "seat": 0,
-        "token": f"token-{tid}",
-        "turn": turn,
-        "bank_ms": bank_ms,
-        "deadline": deadline,
-        "last_trick": last_trick,
-    }
+    )
+    assert made.ok, made.text()
+    table_id, tokens = made.json()["table"]["id"], {0: made.json()["token"]}
+    if join is not None:
+        joined = join.post(f"{server}/api/tables/{table_id}/join", data={})
+        assert joined.ok, joined.text()
+        tokens[joined.json()["seat"]] = joined.json()["token"]
+    started = request.post(f"{server}/api/tables/{table_id}/start", data={"token": tokens[0]})
+    assert started.ok, started.text()
+    return table_id, tokens
+
+
+class SeatSocket:
+    """A seat's own connection to the real server (``/ws/tables/{id}``, ``hello`` with its token): the player on
+    another device, who plays the first legal move whenever asked. Keeps the latest ``view``, ``legal`` and TABLE,
+    the events and ``hand_over`` messages seen and the ``catch_up`` received."""
+
+    def __init__(self, server: str, table_id: str, token: str) -> None:
+        self.stack = contextlib.ExitStack()
+        url = server.replace("http://", "ws://", 1) + f"/ws/tables/{table_id}"
+        self.ws = self.stack.enter_context(connect(url, open_timeout=10))
+        self.ws.send(json.dumps({"type": "hello", "token": token}))
+        self.seq, self.v, self.acked, self.pending = 0, -1, -1, False
+        self.table: dict[str, Any] = {}
+        self.view: dict[str, Any] | None = None
+        self.legal: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self.hand_overs: list[dict[str, Any]] = []
+        self.catch_up: dict[str, Any] | None = None
+
+    def __enter__(self) -> SeatSocket:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stack.close()
+
+    def read(self, timeout: float) -> None:
+        """Take the next message (``TimeoutError`` after ``timeout`` seconds)."""
+        msg = json.loads(self.ws.recv(timeout=timeout))
+        if isinstance(msg.get("table"), dict):
+            self.table = msg["table"]
+        if msg["type"] in ("snapshot", "update"):
+            self.view, self.legal, self.v = msg.get("view"), msg.get("legal") or [], msg.get("v", self.v)
+            self.events.extend(msg.get("events") or [])
+        elif msg["type"] in ("ack", "reject"):
+            self.pending = False
+            self.acked = msg.get("v", self.acked)
+        elif msg["type"] == "hand_over":
+            self.hand_overs.append(msg)
+        elif msg["type"] == "catch_up":
+            self.catch_up = msg
+
+    def watch(self, stop: Callable[[SeatSocket], Any], timeout: float = 10.0) -> None:
+        """Read (and make no move) until ``stop(self)`` holds."""
+        end = time.monotonic() + timeout
+        while not stop(self):
+            self.read(max(0.05, end - time.monotonic()))
+
+    def play(
+        self,
+        stop: Callable[[SeatSocket], Any] = lambda _s: False,
+        moves: int | None = None,
+        timeout: float = 20.0,
+    ) -> None:
+        """Play the first legal move at each offer (one at a time, each acknowledged and its update seen) until
+        ``stop(self)`` holds (checked before each move, which is then not made) or ``moves`` moves were made."""
+        end = time.monotonic() + timeout
+        made = 0
+        while True:
+            settled = self.view is not None and not self.pending and self.v >= self.acked
+            if settled and (stop(self) or made == moves):
+                return
+            if settled and self.legal:
+                self.seq += 1
+                made += 1
+                self.pending = True
+                self.ws.send(json.dumps({"type": "action", "seq": self.seq, "action": self.legal[0]}))
+                continue
+            self.read(max(0.05, end - time.monotonic()))
+
+
+def take_turns(
+    server: str, table_id: str, tokens: dict[int, str], stop: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    """Play the people's seats ``tokens`` of ``table_id`` by turns, each move from a connection of its own (people
+    come and go between moves), until ``stop(view)`` holds when one of them is to move; returns that view."""
+    while True:
+        [seat] = wait_for(
+            lambda: [s for s in [table_of(server, table_id)["turn"]["seat"]] if s in tokens],
+            what="a person's turn",
+        )
+        with SeatSocket(server, table_id, tokens[seat]) as ws:
+            ws.play(lambda s: bool(s.legal), timeout=10)
+            assert ws.view is not None
+            if stop(ws.view):
+                return ws.view
+            ws.play(moves=1)
+
+
+def not_last(view: dict[str, Any]) -> bool:
+    """Whether a seat to move now leaves others to play after it in this trick (of four)."""
+    return len(view["trick"]) + len(view["trick_discards"]) < 3
+
+
+def cards_of(locator: Locator) -> list[str]:
+    """The card codes of the mini cards under ``locator``, in page order."""
+    return list(locator.locator(".ccard").evaluate_all("els => els.map((e) => e.dataset.card)"))
+
+
+# ---- the lobby's "Your games" ----
 
 
 FAVICON_JS = """async () => {
@@ -161,86 +272,79 @@ FAVICON_JS = """async () => {
 def test_your_games_lists_your_turns_first_and_counts_them(
     browser: Browser, server: str, screenshots: Path
 ) -> None:
-    now = datetime.now(UTC)
-    seats = [  # the server's order is turn first; the page must not depend on it
-        seat_entry(
-            "TBwait",
-            turn=False,
-            bank_ms=(2 * 86400 + 3 * 3600) * 1000,
-            deadline=None,
-            mover=1,
-            last_trick=[{"seat": 1, "card": "7C"}, {"seat": 2, "card": "3A"}, {"seat": 0, "card": "9F"}],
-        ),
-        seat_entry(
-            "TBmine1",
-            turn=True,
-            bank_ms=45 * 60000 + 30000,
-            deadline=iso(now + timedelta(minutes=45, seconds=30)),
-            mover=0,
-            last_trick=[{"seat": 2, "card": "11D"}, {"seat": 0, "card": "2D"}, {"seat": 1, "card": "5D"}],
-        ),
-        seat_entry(
-            "TBmine2",
-            turn=True,
-            bank_ms=(5 * 3600 + 20 * 60 + 30) * 1000,
-            deadline=iso(now + timedelta(hours=5, minutes=20, seconds=30)),
-            mover=0,
-            last_trick=None,
-        ),
-    ]
-    answer: dict[str, Any] = {"seats": seats}
-
-    def me_seats(route: Route) -> None:
-        route.fulfill(json=answer["seats"])
-
-    for w, hgt in SIZES:
-        context = browser.new_context(viewport={"width": w, "height": hgt})
-        try:
-            page = context.new_page()
-            sign_up(page, server)
-            page.route("**/api/me/seats", me_seats)
-            answer["seats"] = seats
-            page.goto(server + "/")
-            rows = page.locator("#your-games li.game-row")
-            expect(rows).to_have_count(3)
-            assert [rows.nth(i).get_attribute("data-table") for i in range(3)] == [
-                "TBmine1",
-                "TBmine2",
-                "TBwait",
+    mine = browser.new_context(viewport={"width": 1280, "height": 720})
+    theirs = browser.new_context()
+    try:
+        sign_up(mine.request, server, "Mirae")
+        haruto = sign_up(theirs.request, server, "Haruto")
+        pair = [{"kind": "open"}, *BOTS * 2]
+        # your turn with 45 min 30 s on the clock after a trick; your turn with 5 h 20 min 30 s, nothing played yet;
+        # Haruto's turn after a trick, your bank full at 2 d 3 h 30 s (each move gains the whole start back)
+        soon, soon_tokens = turn_table(mine.request, server, (2730, 2730), pair, join=theirs.request)
+        later, later_tokens = turn_table(mine.request, server, (19230, 19230), pair, join=theirs.request)
+        waiting, waiting_tokens = turn_table(
+            mine.request, server, (183630, 183630), pair, join=theirs.request, seed=7
+        )
+        soon_view = take_turns(
+            server, soon, soon_tokens, lambda v: bool(v["tricks"]) and v["turn"] == 0 and not_last(v)
+        )
+        waiting_view = take_turns(
+            server, waiting, waiting_tokens, lambda v: bool(v["tricks"]) and v["turn"] == 1
+        )
+        page = mine.new_page()
+        page.goto(server + "/")
+        rows = page.locator("#your-games li.game-row")
+        expect(rows).to_have_count(3)
+        assert [rows.nth(i).get_attribute("data-table") for i in range(3)] == [soon, later, waiting]
+        assert [rows.nth(i).get_attribute("data-turn") for i in range(3)] == ["true", "true", "false"]
+        expect(rows.nth(0).locator(".badge.yourturn")).to_have_text("Your turn")
+        expect(rows.nth(0).locator(".tleft")).to_have_text("45 min left")
+        expect(rows.nth(1).locator(".tleft")).to_have_text("5 h 20 min left")
+        expect(rows.nth(2).locator(".tleft")).to_have_text("Your bank: 2 d 3 h")
+        expect(rows.nth(2).locator(".waitfor")).to_have_text(f"Waiting for {haruto}")
+        for row, view in ((rows.nth(0), soon_view), (rows.nth(2), waiting_view)):
+            last = view["tricks"][-1]
+            assert cards_of(row.locator(".lasttrick .tplay")) == [
+                p["card"] for p in last["plays"] + last["discards"]
             ]
-            expect(rows.nth(0).locator(".badge.yourturn")).to_have_text("Your turn")
-            expect(rows.nth(0).locator(".tleft")).to_have_text("45 min left")
-            expect(rows.nth(1).locator(".tleft")).to_have_text("5 h 20 min left")
-            expect(rows.nth(2).locator(".tleft")).to_have_text("Your bank: 2 d 3 h")
-            expect(rows.nth(2)).to_contain_text("Waiting for Haruto")
-            expect(rows.nth(2).locator(".lasttrick [data-card]")).to_have_count(3)
-            assert rows.nth(2).locator(".lasttrick .ccard").evaluate_all(
-                "els => els.map((e) => e.dataset.card)"
-            ) == ["7C", "3A", "9F"]
-            expect(rows.nth(1).locator(".lasttrick")).to_have_text("No trick played yet")
-            expect(rows.nth(0).locator("a.btnlink")).to_have_attribute("href", "/?table=TBmine1")
-            expect(page).to_have_title("(2) cardtable")
-            expect(page.locator("#turn-count")).to_have_text("2 to play")
-            icon = page.evaluate(FAVICON_JS)
-            assert icon["png"] and icon["r"] > 180 and icon["g"] < 90 and icon["b"] < 90, (
-                icon
-            )  # the red badge
-            assert axe_serious(page) == []
-            page.screenshot(path=str(screenshots / f"your_games_{w}x{hgt}.png"))
-            # the lobby's refresh cycle: no more turns of yours, the title and the favicon go back
-            answer["seats"] = [seats[0]]
-            expect(rows).to_have_count(1, timeout=12000)
-            expect(page).to_have_title("cardtable")
-            expect(page.locator('link[rel="icon"]')).to_have_attribute("href", re.compile("^data:image/svg"))
-            # the link opens the table with the seat the account holds
-            rows.nth(0).locator("a.btnlink").click()
-            expect(page).to_have_url(f"{server}/?table=TBwait")
-            assert page.evaluate("JSON.parse(localStorage.getItem('ct.seat.TBwait'))") == {
-                "seat": 0,
-                "token": "token-TBwait",
-            }
-        finally:
-            context.close()
+        expect(rows.nth(1).locator(".lasttrick")).to_have_text("No trick played yet")
+        expect(rows.nth(0).locator("a.btnlink")).to_have_attribute("href", f"/?table={soon}")
+        expect(page).to_have_title("(2) cardtable")
+        expect(page.locator("#turn-count")).to_have_text("2 to play")
+        icon = page.evaluate(FAVICON_JS)
+        assert icon["png"] and icon["r"] > 180 and icon["g"] < 90 and icon["b"] < 90, icon  # the red badge
+        assert axe_serious(page) == []
+        for w, hgt in SIZES:
+            page.set_viewport_size({"width": w, "height": hgt})
+            expect(rows.nth(2).locator("a.btnlink")).to_be_visible()
+            assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")  # nothing sticks out
+            page.screenshot(path=str(screenshots / f"your_games_{w}x{hgt}.png"), full_page=True)
+        # you move at both tables (from another device): Haruto's turn everywhere, seen at the lobby's next refresh
+        for table_id, tokens in ((soon, soon_tokens), (later, later_tokens)):
+            with SeatSocket(server, table_id, tokens[0]) as ws:
+                ws.play(moves=1)
+        expect(rows.nth(0)).to_have_attribute("data-turn", "false", timeout=12000)
+        expect(rows).to_have_count(3)
+        expect(page.locator("#your-games li.game-row[data-turn=true]")).to_have_count(0)
+        expect(page.locator("#your-games .waitfor")).to_have_text([f"Waiting for {haruto}"] * 3)
+        expect(page).to_have_title("cardtable")
+        expect(page.locator("#turn-count")).to_be_hidden()
+        expect(page.locator('link[rel="icon"]')).to_have_attribute("href", re.compile("^data:image/svg"))
+        # the move earned its per-move time back, up to the start: 45 min 30 s again
+        expect(page.locator(f"#your-games li.game-row[data-table='{soon}'] .tleft")).to_have_text(
+            "Your bank: 45 min"
+        )
+        # the link opens the table with the seat the account holds; Haruto's clock runs there
+        page.locator(f"#your-games li.game-row[data-table='{waiting}'] a.btnlink").click()
+        expect(page).to_have_url(f"{server}/?table={waiting}")
+        assert page.evaluate(f"JSON.parse(localStorage.getItem('ct.seat.{waiting}'))") == {
+            "seat": 0,
+            "token": waiting_tokens[0],
+        }
+        expect(page.locator(".aseat[data-seat='1'] .seatclock")).to_have_class(re.compile(r"\brunning\b"))
+    finally:
+        mine.close()
+        theirs.close()
 
 
 def test_a_guest_sees_no_your_games_panel(page: Page, server: str) -> None:
@@ -253,254 +357,246 @@ def test_a_guest_sees_no_your_games_panel(page: Page, server: str) -> None:
     assert asked == []  # a guest's lobby does not ask for seats it cannot have
 
 
-# ---- at the table: banks, stand-ins, no ready step, the catch-up (the TABLE's turn fields and catch_up added) ----
+# ---- at the table: banks, stand-ins, no ready step, the catch-up ----
 
 
-def turn_fields(table: dict[str, Any], mover: int | None, banks: list[int]) -> dict[str, Any]:
-    """The TABLE of a real table with the turn-based fields of the contract (``pace``, ``turn_clock``, ``turn``)."""
-    n = len(table["seats"])
-    table.update(
-        {
-            "pace": "turn-based",
-            "turn_clock": {"start_s": 259200, "per_move_s": 86400},
-            "turn": {
-                "seat": mover,
-                "deadline": None,
-                "deadline_ms": None,
-                "banks_ms": banks[:n],
-                "timeouts": [0, 1, 0, 3][:n],
-                "kept": [False, False, False, True][:n],
-            },
-        }
-    )
-    return table
+def names_at(page: Page) -> list[str]:
+    """The seats' names as the table page shows them (once it shows the four seats)."""
+    names = page.locator(".aseat > header > strong")
+    expect(names).to_have_count(4)
+    return names.all_inner_texts()
 
 
-CATCH_UP = {
-    "type": "catch_up",
-    "since": "2026-11-26T21:05:00Z",
-    "tricks": [
-        {
-            "hand": 0,
-            "plays": [
-                {"seat": 1, "card": "7C", "at": None},
-                {"seat": 2, "card": "3A", "at": None},
-                {"seat": 3, "card": "9F", "at": None},
-                {"seat": 0, "card": "4B", "at": None},
-            ],
-            "taker": 2,
-            "anemones": 1,
-        },
-        {
-            "hand": 0,
-            "plays": [
-                {"seat": 2, "card": "8D", "at": None},
-                {"seat": 3, "card": "2D", "at": None},
-                {"seat": 0, "card": "10D", "at": None},
-                {"seat": 1, "card": "5E", "at": None},
-            ],
-            "taker": None,
-            "anemones": 0,
-        },
-        {
-            "hand": 1,
-            "plays": [
-                {"seat": 3, "card": "6A", "at": None},
-                {"seat": 0, "card": "1A", "at": None},
-                {"seat": 1, "card": "9A", "at": None},
-                {"seat": 2, "card": "11A", "at": None},
-            ],
-            "taker": 0,
-            "anemones": 2,
-        },
-    ],
-    "hands": [{"hand": 0, "scores": [4, -2, 7, 0]}],
-    "totals": [4, -2, 7, 0],
-}
-
-
-def seated_turn_based(
-    page: Page, server: str, catch_up: dict[str, Any] | None, banks: list[int]
-) -> list[WebSocketRoute]:
-    """Sit at a real Enemy Anemone table (you and three bots; you lead, so it waits for you) whose messages gain the
-    turn-based fields, and whose first snapshot is followed by ``catch_up``; returns the page's socket routes."""
-    tid, seat, token = started_table(
-        server,
-        {
-            "game": "anemone",
-            "options": {"players": 4, "rounds": 2},
-            "name": "Mirae",
-            "seed": 8,
-            "seats": [{"kind": "open"}] + [{"kind": "bot", "bot": "heuristic"}] * 3,
-        },
-    )
-    routes: list[WebSocketRoute] = []
-
-    def handler(ws: WebSocketRoute) -> None:
-        upstream = ws.connect_to_server()
-        ws.on_message(upstream.send)
-        routes.append(ws)
-
-        def down(raw: str | bytes) -> None:
-            msg = json.loads(raw)
-            if isinstance(msg.get("table"), dict):
-                turn_fields(msg["table"], (msg.get("view") or {}).get("turn", 0), banks)
-            ws.send(json.dumps(msg))
-            if msg.get("type") == "snapshot" and msg.get("view") and catch_up is not None:
-                ws.send(json.dumps(catch_up))
-
-        upstream.on_message(down)
-
-    page.route_web_socket(re.compile(r".*/ws/tables/.*"), handler)
-    sit(page, server, tid, seat, token)
-    return routes
+def signed(n: int) -> str:
+    """A hand's score as the summary writes it: "+12", "\u22124", "0"."""
+    return f"+{n}" if n > 0 else f"\u2212{-n}" if n < 0 else "0"
 
 
 def test_coming_back_shows_what_happened_since_your_last_move(
     browser: Browser, server: str, screenshots: Path
 ) -> None:
-    for w, hgt in SIZES:
-        context = browser.new_context(
-            viewport={"width": w, "height": hgt}, timezone_id="Asia/Seoul", locale="en-US"
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 720}, timezone_id="Asia/Seoul", locale="en-US"
+    )
+    try:
+        sign_up(context.request, server, "Mirae")
+        table_id, tokens = turn_table(context.request, server, (7200, 3600), BOTS * 3, rounds=2)
+        # you play hand 1 to your last card, which the bots' cards follow: they end the trick and the hand, and
+        # the next hand comes round to you
+        with SeatSocket(server, table_id, tokens[0]) as ws:
+            ws.play(lambda s: len(s.view["hand"]) == 1 and s.legal)
+            assert not_last(ws.view)  # seed 6: others play after your last card
+            ws.play(moves=1)
+            ws.play(lambda s: s.hand_overs and s.legal)
+        last = [e for e in ws.events if e["type"] == "trick_won"][-1]
+        [ended] = ws.hand_overs
+        # what the server tells a seat coming back, read by a connection of the seat's own
+        with SeatSocket(server, table_id, tokens[0]) as again:
+            again.watch(lambda s: s.catch_up is not None)
+        back = again.catch_up
+        assert back is not None and back["since"] is not None
+        assert [t["hand"] for t in back["tricks"]] == [0] and back["hands"][0]["scores"] == ended["scores"]
+        page = context.new_page()
+        page.goto(server + "/?howto=anemone")
+        page.evaluate("localStorage.setItem('ct.trickHoldMs', '0')")  # no pause on finished tricks
+        sit(page, server, table_id, 0, tokens[0])
+        box = page.locator("#catch-up")
+        expect(box).to_be_visible()
+        assert page.evaluate("window.__ct.catchUp") == back
+        names = names_at(page)
+        expect(box.locator("h2")).to_have_text("Since your last move")
+        expect(box.locator(".cusince")).to_have_text(f"Your last move: {seoul(back['since'])}")
+        expect(box.locator(".cusince time")).to_have_attribute("datetime", back["since"])
+        hands = box.locator("section.cuhand")
+        expect(hands).to_have_count(1)
+        expect(hands.nth(0).locator("h3")).to_have_text("Hand 1")
+        tricks = box.locator("li.cutrick")
+        expect(tricks).to_have_count(1)
+        shown = cards_of(tricks.nth(0))
+        assert shown == [p["card"] for p in back["tricks"][0]["plays"] + back["tricks"][0]["discards"]]
+        assert sorted(shown) == sorted(last["cards"])  # the trick the bots completed after your last card
+        expect(tricks.nth(0).locator(".cutake")).to_have_text(f"{names[last['lowest']]} took 1 anemone")
+        expect(tricks.nth(0).locator(".tplay.taker")).to_have_attribute("data-seat", str(last["lowest"]))
+        expect(hands.nth(0).locator(".handend")).to_have_text(
+            "Hand 1 ended: "
+            + " · ".join(f"{n} {signed(s)}" for n, s in zip(names, ended["scores"], strict=True))
         )
-        try:
-            page = context.new_page()
-            seated_turn_based(page, server, CATCH_UP, [183_600_000, 2_705_000, 86_400_000, 259_200_000])
-            box = page.locator("#catch-up")
-            expect(box).to_be_visible(timeout=20000)
-            expect(box.locator("h2")).to_have_text("Since your last move")
-            expect(box.locator(".cusince")).to_have_text(
-                "Your last move: Nov 27, 6:05 AM"
-            )  # 21:05 UTC in Seoul
-            hands = box.locator("section.cuhand")
-            expect(hands).to_have_count(2)
-            expect(hands.nth(0).locator("h3")).to_have_text("Hand 1")
-            tricks = box.locator("li.cutrick")
-            expect(tricks).to_have_count(3)
-            assert tricks.nth(0).locator(".ccard").evaluate_all("els => els.map((e) => e.dataset.card)") == [
-                "7C",
-                "3A",
-                "9F",
-                "4B",
-            ]
-            expect(tricks.nth(0).locator(".cutake")).to_have_text("Bot 3 (Simple) took 1 anemone")
-            expect(tricks.nth(0).locator(".tplay.taker")).to_have_attribute("data-seat", "2")
-            expect(tricks.nth(1).locator(".cutake")).to_have_text("No anemone taken")
-            expect(tricks.nth(2).locator(".cutake")).to_have_text("Mirae took 2 anemones")
-            expect(hands.nth(0).locator(".handend")).to_have_text(
-                "Hand 1 ended: Mirae +4 · Bot 2 (Simple) \u22122 · Bot 3 (Simple) +7 · Bot 4 (Simple) 0"
-            )
-            expect(box.locator(".cutotals")).to_have_text(
-                "Totals now: Mirae 4 · Bot 2 (Simple) -2 · Bot 3 (Simple) 7 · Bot 4 (Simple) 0"
-            )
-            assert axe_serious(page) == []
-            page.screenshot(path=str(screenshots / f"catch_up_{w}x{hgt}.png"))
-            close = page.locator("#catchup-close")
+        expect(box.locator(".cutotals")).to_have_text(
+            "Totals now: "
+            + " · ".join(f"{n} {signed(s).lstrip('+')}" for n, s in zip(names, ended["totals"], strict=True))
+        )
+        assert axe_serious(page) == []
+        close = page.locator("#catchup-close")
+        for w, hgt in SIZES:
+            page.set_viewport_size({"width": w, "height": hgt})
             expect(close).to_be_in_viewport()
-            close.click()
-            expect(box).to_have_count(0)
-        finally:
-            context.close()
+            page.screenshot(path=str(screenshots / f"catch_up_{w}x{hgt}.png"))
+        close.click()
+        expect(box).to_have_count(0)
+    finally:
+        context.close()
 
 
 def test_no_summary_when_no_trick_was_played_since(page: Page, server: str) -> None:
-    quiet = {**CATCH_UP, "tricks": [], "hands": []}
-    seated_turn_based(page, server, quiet, [183_600_000, 2_705_000, 86_400_000, 259_200_000])
-    expect(page.locator(".aseat")).to_have_count(4, timeout=20000)
-    page.wait_for_function("() => window.__ct.catchUp")  # the message came
+    sign_up(page.request, server)
+    table_id, tokens = turn_table(page.request, server, (7200, 3600), BOTS * 3)
+
+    def others_moved_since_my_last_card_ended_a_trick(s: SeatSocket) -> bool:
+        done = (s.view or {}).get("tricks") or []
+        if not (s.legal and done):
+            return False
+        last = max(done[-1]["plays"] + done[-1]["discards"], key=lambda p: p["order"])
+        return (
+            last["seat"] == 0
+            and done[-1]["winner"] != 0
+            and bool(s.view["trick"] or s.view["trick_discards"])
+        )
+
+    with SeatSocket(server, table_id, tokens[0]) as ws:
+        ws.play(others_moved_since_my_last_card_ended_a_trick)
+        current = ws.view["trick"] + ws.view["trick_discards"]
+    sit(page, server, table_id, 0, tokens[0])
+    page.wait_for_function("() => window.__ct?.catchUp")  # the message came
+    back = page.evaluate("window.__ct.catchUp")
+    assert back["since"] is not None and back["tricks"] == [] and back["hands"] == []
+    expect(page.locator(".aboard section.trick .played")).to_have_count(len(current))  # others moved since
     expect(page.locator("#catch-up")).to_have_count(0)
 
 
 def test_each_seat_shows_its_bank_and_the_seat_to_move_counts_down(
     browser: Browser, server: str, screenshots: Path
 ) -> None:
-    for w, hgt in SIZES:
-        context = browser.new_context(viewport={"width": w, "height": hgt})
-        try:
-            page = context.new_page()
-            routes = seated_turn_based(page, server, None, [61_500, 2_705_000, 86_400_000, 259_200_000])
-            clocks = page.locator(".aseat .seatclock")
-            expect(clocks).to_have_count(4, timeout=20000)
-            expect(clocks.nth(1)).to_have_text("45 min")
-            expect(clocks.nth(2)).to_have_text("1 d")
-            expect(clocks.nth(3)).to_have_text("3 d")
-            mover = page.locator(".aseat[data-seat='0'] .seatclock")
-            expect(mover).to_have_class(re.compile(r"\brunning\b"))
-            expect(mover).to_have_text(
-                re.compile(r"^(5\d|[0-9]) s$"), timeout=6000
-            )  # 61.5 s ticking below a minute
-            expect(clocks.nth(1)).to_have_text("45 min")  # the others stand still
-            # the seat kept by its stand-in for the match, and the one that ran out of time once
-            expect(page.locator(".aseat[data-seat='3']")).to_have_class(re.compile(r"\bstoodin\b"))
-            expect(page.locator(".aseat[data-seat='3'] .badge.kept")).to_have_text("Bot keeps this seat")
-            expect(page.locator(".aseat[data-seat='1'] .badge.timeouts")).to_have_text("1/3 out of time")
-            assert axe_serious(page) == []
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    theirs = browser.new_context()
+    try:
+        sign_up(context.request, server)
+        haruto = sign_up(theirs.request, server, "Haruto")
+        pair = [{"kind": "open"}, *BOTS * 2]
+        table_id, tokens = turn_table(context.request, server, (60, 60), pair, join=theirs.request, rounds=2)
+        page = context.new_page()
+        page.goto(server + "/?howto=anemone")
+        page.evaluate("localStorage.setItem('ct.trickHoldMs', '0')")  # no pause on finished tricks
+        sit(page, server, table_id, 0, tokens[0])
+        clocks = page.locator(".aseat .seatclock")
+        expect(clocks).to_have_count(2)  # the people's: a bot never runs out of time
+        expect(
+            page.locator(".aseat[data-seat='2'] .seatclock, .aseat[data-seat='3'] .seatclock")
+        ).to_have_count(0)
+        theirs_clock = page.locator(".aseat[data-seat='1'] .seatclock")
+        expect(theirs_clock).to_have_text("1 min")  # Haruto's bank, whole
+        expect(theirs_clock).to_have_attribute("aria-label", "Time bank: 1 min")
+        mover = page.locator(".aseat[data-seat='0'] .seatclock")
+        expect(mover).to_have_class(re.compile(r"\brunning\b"))
+        expect(mover).to_have_text(re.compile(r"^[1-5]?\d s$"))  # 60 s ticking below a minute
+        deadline_ms = table_of(server, table_id)["turn"]["deadline_ms"]
+        shown = int(mover.inner_text().split()[0])
+        assert abs(shown - (deadline_ms / 1000 - time.time())) <= 2  # the server's deadline, to a tick
+        expect(mover).not_to_have_text(mover.inner_text())  # it counts down
+        expect(theirs_clock).to_have_text("1 min")  # the other stands still
+        expect(theirs_clock).not_to_have_class(re.compile(r"\brunning\b"))
+        # the "Your turn" bar says what is left in your bank
+        bar = page.locator(".turninfo.mine")
+        expect(bar).to_contain_text("Your turn")
+        expect(bar.locator(".turnbank")).to_have_text(re.compile(r"^[1-5]?\d s left in your bank$"))
+        assert axe_serious(page) == []
+        for w, hgt in SIZES:
+            page.set_viewport_size({"width": w, "height": hgt})
+            expect(bar.locator(".turnbank")).to_be_in_viewport()
             page.screenshot(path=str(screenshots / f"banks_{w}x{hgt}.png"))
-            # a hand ends: no ready step at a turn-based table (the next hand is dealt at once)
-            routes[-1].send(
-                json.dumps(
-                    {
-                        "type": "hand_over",
-                        "hand": 0,
-                        "scores": [3, 1, 0, 2],
-                        "totals": [3, 1, 0, 2],
-                        "ended": "out_of_cards",
-                        "winners": None,
-                    }
-                )
-            )
-            dialog = page.locator(".overlay .handover")
-            expect(dialog).to_be_visible()
-            expect(page.locator("#continue")).to_have_text("Close")
-            expect(dialog.locator(".readystep")).to_be_empty()
-        finally:
-            context.close()
+        # you move (from another device): Haruto's clock runs, yours stands at what was left plus the 60 s per move,
+        # never above the 60 s start; the bar leaves your turn
+        with SeatSocket(server, table_id, tokens[0]) as ws:
+            ws.play(moves=1)
+        expect(theirs_clock).to_have_class(re.compile(r"\brunning\b"))
+        expect(mover).to_have_text("1 min")
+        expect(page.locator(".turninfo")).to_have_text(f"{haruto} to play")
+        expect(page.locator(".turnbank")).to_have_count(0)
+        # the first hand ends (both play on from elsewhere): no ready step at a turn-based table
+        take_turns(server, table_id, tokens, lambda v: v["round"] == 2)
+        dialog = page.locator(".overlay .handover")
+        expect(dialog).to_be_visible()
+        expect(page.locator("#continue")).to_have_text("Close")
+        # the next hand is dealt meanwhile (the bar says so) while the scores stay, with no ready step, until closed
+        expect(page.locator(".abar .hinfo")).to_contain_text("Round 2 of 2")
+        expect(dialog.locator(".readystep")).to_be_empty()
+        page.locator("#continue").click()
+        expect(dialog).to_have_count(0)
+    finally:
+        context.close()
+        theirs.close()
 
 
-# ---- the replay: each move's time (``at`` added to a real replay's steps) ----
+@pytest.fixture(scope="module")
+def kept_match(browser: Browser, server: str) -> dict[str, Any]:
+    """A finished turn-based match with a clock of 1 s: Haruto (seat 1) never came, so his stand-in kept his seat
+    after three timeouts; you (seat 0) let your first turn's second pass, then played each move at once. Its
+    ``id``, the people's ``tokens`` by seat and its final ``table``."""
+    mine, theirs = browser.new_context(), browser.new_context()
+    try:
+        sign_up(mine.request, server, "Mirae")
+        sign_up(theirs.request, server, "Haruto")
+        table_id, tokens = turn_table(
+            mine.request, server, (1, 1), [{"kind": "open"}, *BOTS * 2], join=theirs.request
+        )
+        wait_for(lambda: table_of(server, table_id)["turn"]["timeouts"][0] >= 1, what="your first timeout")
+        with SeatSocket(server, table_id, tokens[0]) as ws:
+            ws.play(lambda s: any(h["winners"] is not None for h in s.hand_overs), timeout=30)
+        final = wait_for(
+            lambda: (t := table_of(server, table_id))["status"] == "finished" and t, what="the end"
+        )
+        return {"id": table_id, "tokens": tokens, "table": final}
+    finally:
+        mine.close()
+        theirs.close()
 
 
-def test_the_replay_shows_when_each_move_was_made(browser: Browser, server: str, screenshots: Path) -> None:
-    tid, _, token = started_table(
-        server,
-        {
-            "game": "anemone",
-            "options": {"players": 4, "rounds": 1},
-            "name": "ana",
-            "seed": 8,
-            "grace_seconds": 0,
-            "seats": [{"kind": "open"}] + [{"kind": "bot", "bot": "heuristic"}] * 3,
-        },
+def test_a_seat_kept_by_its_stand_in_and_a_seat_out_of_time_once_are_marked(
+    page: Page, server: str, kept_match: dict[str, Any]
+) -> None:
+    turn = kept_match["table"]["turn"]
+    assert turn["kept"][1] and turn["timeouts"][1] == 3  # Haruto: out of time thrice
+    assert 1 <= turn["timeouts"][0] < 3 and not turn["kept"][0]  # you: once (twice if this machine was slow)
+    page.set_viewport_size({"width": 1280, "height": 720})
+    sit(page, server, kept_match["id"], 0, kept_match["tokens"][0])
+    seats = page.locator(".aseat")
+    expect(seats).to_have_count(4)
+    expect(page.locator(".aseat[data-seat='1']")).to_have_class(re.compile(r"\bstoodin\b"))
+    expect(page.locator(".aseat[data-seat='1'] .badge.kept")).to_have_text("Bot keeps this seat")
+    expect(page.locator(".aseat[data-seat='1'] .seatclock")).to_have_count(0)  # a bank it no longer needs
+    expect(page.locator(".aseat[data-seat='0'] .badge.timeouts")).to_have_text(
+        f"{turn['timeouts'][0]}/3 out of time"
     )
-    api(
-        server, "POST", f"/api/tables/{tid}/leave", {"token": token}
-    )  # the stand-in plays the seat to the end
-    wait_for(
-        lambda: api(server, "GET", f"/api/tables/{tid}")["status"] == "finished",
-        timeout=90,
-        what="the bots' match to end",
-    )
-    first = datetime(2026, 11, 27, 1, 5, tzinfo=UTC)
+    for s in (2, 3):  # the bots never ran out of time
+        expect(
+            page.locator(f".aseat[data-seat='{s}'] .badge.kept, .aseat[data-seat='{s}'] .badge.timeouts")
+        ).to_have_count(0)
+    expect(page.locator(".aseat[data-seat='0']")).not_to_have_class(re.compile(r"\bstoodin\b"))
+    expect(page.locator(".seatclock.running")).to_have_count(0)  # the match is over: no clock runs
 
-    def replay(route: Route) -> None:
-        data = route.fetch().json()
-        for k, step in enumerate(data["steps"]):
-            step["at"] = iso(first + timedelta(minutes=7 * k)) if step.get("action") else None
-        route.fulfill(json=data)
 
+# ---- the replay: each move's time ----
+
+
+def test_the_replay_shows_when_each_move_was_made(
+    browser: Browser, server: str, screenshots: Path, kept_match: dict[str, Any]
+) -> None:
+    steps = api(server, "GET", f"/api/tables/{kept_match['id']}/replay")["steps"]
+    moves = [s for s in steps if s.get("action")]
+    assert steps[0]["at"] is None and all(s["at"] for s in moves)
+    assert [s["at"] for s in moves] == sorted(s["at"] for s in moves)
     context = browser.new_context(
         viewport={"width": 390, "height": 844}, timezone_id="Asia/Seoul", locale="en-US"
     )
     try:
         page = context.new_page()
-        page.route(re.compile(r".*/api/tables/[^/]+/replay$"), replay)
-        page.goto(f"{server}/?replay={tid}")
-        expect(page.locator(".rinfo")).to_be_visible(timeout=20000)
+        page.goto(f"{server}/?replay={kept_match['id']}")
+        expect(page.locator(".rinfo")).to_be_visible()
         expect(page.locator(".rinfo .stepat")).to_have_count(0)  # the deal: no move, no time
-        page.locator("#replay-forward").click()
         at = page.locator(".rinfo .stepat time")
-        expect(at).to_have_text("Nov 27, 10:12 AM")  # step 1 at 01:12 UTC, in Seoul
-        expect(at).to_have_attribute("datetime", "2026-11-27T01:12:00Z")
+        for step in steps[1:3]:
+            page.locator("#replay-forward").click()
+            expect(at).to_have_attribute("datetime", step["at"])
+            expect(at).to_have_text(seoul(step["at"]))
         page.screenshot(path=str(screenshots / "replay_at_390x844.png"))
     finally:
         context.close()
@@ -513,29 +609,17 @@ def test_a_turn_based_game_from_the_lobby_and_back(browser: Browser, server: str
     context = browser.new_context(viewport={"width": 390, "height": 844})
     try:
         page = context.new_page()
-        sign_up(page, server)
-        made = page.request.post(
-            server + "/api/tables",
-            data={
-                "game": "anemone",
-                "options": {"players": 4, "rounds": 1},
-                "seed": 8,
-                "pace": "turn-based",
-                "turn_clock": {"start_s": 86400, "per_move_s": 21600},
-                "seats": [{"kind": "open"}] + [{"kind": "bot", "bot": "heuristic"}] * 3,
-            },
-        )
-        assert made.ok, made.text()
-        tid = made.json()["table"]["id"]
+        sign_up(page.request, server)
+        tid, _ = turn_table(page.request, server, (86400, 21600), BOTS * 3)
         page.goto(server + "/")
         row = page.locator(f"#your-games li.game-row[data-table='{tid}']")
-        expect(row).to_have_attribute("data-turn", "true", timeout=15000)  # seat 1 leads: your turn
+        expect(row).to_have_attribute("data-turn", "true")  # you lead: your turn
         expect(page).to_have_title("(1) cardtable")
         expect(row.locator(".tleft")).to_have_text(re.compile(r"^(23 h 5\d min|1 d) left$"))
         row.locator("a.btnlink").click()
         mine = page.locator(".aseat[data-seat='0'] .seatclock")
         expect(mine).to_have_class(re.compile(r"\brunning\b"), timeout=15000)
-        expect(page.locator(".aseat[data-seat='1'] .seatclock")).to_have_text("1 d")
+        expect(page.locator(".aseat .seatclock")).to_have_count(1)  # yours: the bots keep no clock
         assert page.locator("#catch-up").count() == 0  # nothing happened before your first move
         page.locator(".handcards .ccard.playable").first.click()
         # the three bots answer at once (the trick you led is taken); you come back later: what happened since

@@ -158,7 +158,9 @@ export function mountTable(root, ctx) {
       h('div.hinfo', {}, h('strong', { text: t('game.anemone') }), ' · ',
         rounds ? t('anemone.round_of', { n: handNo + 1, m: rounds }) : t('table.hand_n', { n: handNo + 1 }),
         seat === null ? h('span.badge', { text: t('table.spectating') }) : null),
-      h('div.turninfo' + (live.turn === seat && !live.over ? '.mine' : ''), { text: turnText }),
+      // at a turn-based table, your turn says what is left in your bank (turns.js keeps it counting down)
+      h('div.turninfo' + (live.turn === seat && !live.over ? '.mine' : ''), {}, turnText,
+        clocks && seat !== null && live.turn === seat && !live.over && clocks.left(seat) !== null ? [' · ', clocks.barEl(seat)] : null),
       h('div.meta', {},
         (live.players === 2 || live.deck_count > 0) && live.deck_count !== undefined && live.deck_count !== null ? h('span', { text: t('anemone.deck', { n: live.deck_count }) }) : null,
         live.supply !== undefined ? h('span', { text: t('anemone.supply', { n: live.supply }) }) : null,
@@ -392,7 +394,7 @@ export function mountTable(root, ctx) {
   function showNextHand(msg) {
     const done = results[msg.hand - 1];
     if (!overlay && done && view?.over) showHandOver({ hand: msg.hand - 1, scores: done.scores, totals, ended: done.ended, winners: null });
-    overlay?.showReady?.(msg);
+    if (!clocks) overlay?.showReady?.(msg); // a turn-based table has no ready step: its next hand is dealt at once
   }
 
   return {
@@ -403,7 +405,8 @@ export function mountTable(root, ctx) {
       clearTimeout(holdTimer); clearTimeout(drainTimer); holdTimer = null; drainTimer = null; queue.length = 0; // a snapshot replaces whatever waited
       view = msg.view; latest = msg.view; legal = msg.legal || [];
       results = msg.results || []; totals = msg.totals || []; handNo = msg.hand ?? 0;
-      if (overlay?.showReady && !view.over && handNo > overlay.hand) { overlay.stop(); overlay.remove(); overlay = null; } // the next hand began
+      // the next hand began: its ready step is over (a turn-based table's scores stay until the player closes them)
+      if (!clocks && overlay?.showReady && !view.over && handNo > overlay.hand) { overlay.stop(); overlay.remove(); overlay = null; }
       // a snapshot that lands on a trick just finished holds it too, like an update would
       const ms = trickHoldMs();
       if (ms > 0 && !view.over && !(view.trick || []).length && !(view.trick_discards || []).length && (view.tricks || []).length) {

@@ -239,7 +239,8 @@ export function yourGamesPanel() {
  * server's `turn` (`banks_ms`, `seat`, `deadline_ms`, `kept`, `timeouts`) as of the moment it arrived; `noteView(v)`
  * follows the turn as views come (the seat that moved gains `per_move_s`, never above `start_s`, and the next one
  * starts counting down) until the next TABLE message corrects it. `el(s)` is seat s's clock (an element updated
- * every second while it is on the page), `kept(s)` / `timeouts(s)` the seat's stand-in state.
+ * every second while it is on the page; none for a bot or a kept seat), `kept(s)` / `timeouts(s)` the seat's
+ * stand-in state; `barEl(s)` the "Your turn" bar's time left in seat s's bank.
  */
 export class SeatClocks {
   constructor(table) {
@@ -258,6 +259,7 @@ export class SeatClocks {
     const turn = tb.turn;
     this.turn = turn;
     this.clock = tb.turn_clock || this.clock;
+    this.bots = (tb.seats || []).map((x) => x.kind === 'bot'); // a bot never runs out of time: no clock shown
     this.base = Date.now(); // the time the message arrived: the banks are as of then
     this.banks = (turn.banks_ms || []).slice();
     this.mover = turn.seat ?? null;
@@ -290,11 +292,27 @@ export class SeatClocks {
 
   timeouts(s) { return this.turn?.timeouts?.[s] ?? 0; }
 
+  /** Seat s's clock, or null where a bank means nothing: a bot's seat, a seat its stand-in keeps. */
   el(s) {
-    if (this.left(s) === null) return null;
+    if (this.left(s) === null || this.bots?.[s] || this.kept(s)) return null;
     const span = h('span.seatclock', { dataset: { bankSeat: String(s) } });
     this.draw(span);
     return span;
+  }
+
+  /** The "Your turn" bar's note of the time left in seat s's bank ("12 min left in your bank"), kept up to date. */
+  barEl(s) {
+    if (this.left(s) === null) return null;
+    const span = h('span.turnbank', { dataset: { barSeat: String(s) } });
+    this.drawBar(span);
+    return span;
+  }
+
+  drawBar(span) {
+    const ms = this.left(Number(span.dataset.barSeat));
+    if (ms === null) return;
+    span.classList.toggle('low', ms < 3600 * 1000);
+    span.textContent = t('turns.bar_bank', { time: timeLeft(ms) });
   }
 
   draw(span) {
@@ -309,7 +327,10 @@ export class SeatClocks {
     span.setAttribute('aria-label', span.title);
   }
 
-  tick() { for (const span of document.querySelectorAll('.seatclock[data-bank-seat]')) this.draw(span); }
+  tick() {
+    for (const span of document.querySelectorAll('.seatclock[data-bank-seat]')) this.draw(span);
+    for (const span of document.querySelectorAll('.turnbank[data-bar-seat]')) this.drawBar(span);
+  }
 
   destroy() { clearInterval(this.timer); }
 }
@@ -352,9 +373,12 @@ export function catchUpDialog(msg, names, { onClose }) {
     if (last && last.hand === tr.hand) last.tricks.push(tr); else byHand.push({ hand: tr.hand, tricks: [tr] });
   }
   const ended = new Map((msg.hands || []).map((x) => [x.hand, x]));
-  const endLine = (x) => h('p.handend', { dataset: { hand: String(x.hand) } }, t('turns.hand_ended', {
-    n: x.hand + 1, scores: (x.scores || []).map((sc, s) => `${names[s] ?? t('seat.player', { n: s + 1 })} ${signed(sc)}`).join(' · '),
-  }));
+  // each seat's score kept on one line with its separator ("Bot 3 (Simple) +11 ·"), so a line never starts with one
+  const perSeat = (values, show) => values.map((x, s) => [s ? ' ' : null, h('span.cuscore', {
+    text: `${names[s] ?? t('seat.player', { n: s + 1 })} ${show(x)}${s < values.length - 1 ? ' ·' : ''}`,
+  })]);
+  const endLine = (x) => h('p.handend', { dataset: { hand: String(x.hand) } },
+    tWith('turns.hand_ended', 'scores', perSeat(x.scores || [], signed), { n: x.hand + 1 }));
   const sections = byHand.map((g) => h('section.cuhand', { dataset: { hand: String(g.hand) } },
     h('h3', { text: t('table.hand_n', { n: g.hand + 1 }) }),
     h('ol.cutricks', {}, g.tricks.map((tr) => h('li.cutrick', {},
@@ -376,9 +400,9 @@ export function catchUpDialog(msg, names, { onClose }) {
       h('button.dismiss', { type: 'button', text: '\u00d7', 'aria-label': t('common.close'), onclick: close })),
     h('p.muted.cusince', {}, msg.since ? [t('turns.since_label'), ' ', timeEl(msg.since)] : t('turns.since_start')),
     otherEnds, sections,
-    (msg.totals || []).length ? h('p.cutotals', { text: t('turns.totals_now', {
-      totals: msg.totals.map((x, s) => `${names[s] ?? t('seat.player', { n: s + 1 })} ${x}`).join(' · '),
-    }) }) : null,
+    (msg.totals || []).length
+      ? h('p.cutotals', {}, tWith('turns.totals_now', 'totals', perSeat(msg.totals, (x) => (x < 0 ? `\u2212${-x}` : String(x)))))
+      : null,
     h('div.row', {}, button)));
   document.addEventListener('keydown', onKey);
   requestAnimationFrame(() => { if (overlay.isConnected) button.focus({ preventScroll: true }); });
