@@ -221,6 +221,12 @@ async def write_rows(store: Store, rows: Rows) -> None:
                 await conn.execute(table.insert(), values)
 
 
+def bar() -> Progress:
+    """A Rich progress bar: what is done, the bar, done of all, time taken."""
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=console)
+
+
 async def prepare(url: str, ids: list[str], label: str, seed: int) -> dict[str, Seat]:
     """Create the schema at ``url`` (the server's migrations) and store one waiting table per id of ``ids``, with
     a progress bar; returns each table's seat to move. The same id gets the same table in every database."""
@@ -228,14 +234,7 @@ async def prepare(url: str, ids: list[str], label: str, seed: int) -> dict[str, 
     seats: dict[str, Seat] = {}
     now_ms = unix_ms()
     try:
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            transient=False,
-        ) as progress:
+        with bar() as progress:
             task = progress.add_task(f"{label}: storing tables", total=len(ids))
             for start in range(0, len(ids), CHUNK):
                 rows = Rows()
@@ -417,13 +416,7 @@ async def timed_hellos(server: Server, idle: list[Seat], live: list[Seat]) -> tu
     milliseconds of each kind."""
     loads: list[float] = []
     baseline: list[float] = []
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-    ) as progress:
+    with bar() as progress:
         task = progress.add_task("hellos (waiting tables / in memory)", total=len(idle))
         for i, seat in enumerate(idle):
             for target, out in ((seat, loads), (live[i % len(live)], baseline)):

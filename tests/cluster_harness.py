@@ -267,9 +267,11 @@ class TcpProxy:
         self._server.close()
 
 
-def start(procs: list[Proc], db: str, redis: str, *logs: Path) -> list[Proc]:
-    """Start one process per log file at once (they apply the migrations one at a time) and wait for all."""
-    new = [Proc(db, redis, log) for log in logs]
+def start(procs: list[Proc], db: str, redis: str, *logs: Path, env: dict[str, str] | None = None,
+          options: list[str] | None = None) -> list[Proc]:
+    """Start one process per log file at once (they apply the migrations one at a time), each with ``env`` and
+    ``options`` (``cardtable serve``'s), and wait for all."""
+    new = [Proc(db, redis, log, env=env, options=options) for log in logs]
     procs.extend(new)
     for proc in new:
         proc.start(wait=False)

@@ -3,6 +3,7 @@ and servers in the test process (``make_client``, ``client``, ``db_client``)."""
 
 from __future__ import annotations
 
+import signal
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from cardtable.server.core.settings import Settings
 from cardtable.server.edge.app import create_app
 from cardtable.server.storage.store import Store
 from clients import MakeClient, ServerClient, fast_settings
+from cluster_harness import Proc
 from services import Postgres, Redis, flush_redis, new_database, postgres_cluster, redis_server
 
 settings.register_profile(
@@ -48,6 +50,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [item for item in items if not quick_excludes(item)]
+
+
+@pytest.fixture
+def pg_db(postgres: Postgres) -> str:
+    """A fresh database in the session's PostgreSQL."""
+    return new_database(postgres)
+
+
+@pytest.fixture
+def procs() -> Iterator[list[Proc]]:
+    """Processes a test starts (appended to this list): stopped at the end."""
+    started: list[Proc] = []
+    yield started
+    for proc in started:
+        if proc.proc is not None and proc.alive:
+            proc.stop(signal.SIGKILL)
 
 
 @pytest.fixture(scope="session")

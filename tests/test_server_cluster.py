@@ -16,7 +16,6 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,22 +31,6 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 BOTS3 = [{"kind": "bot", "bot": "greedy:medium"}] * 3
-
-
-@pytest.fixture
-def pg_db(postgres: Postgres) -> str:
-    """A fresh database in the session's PostgreSQL."""
-    return new_database(postgres)
-
-
-@pytest.fixture
-def procs() -> Iterator[list[Proc]]:
-    """Processes a test starts (appended to this list): stopped at the end."""
-    started: list[Proc] = []
-    yield started
-    for proc in started:
-        if proc.proc is not None and proc.alive:
-            proc.stop(signal.SIGKILL)
 
 
 def nerts_table(proc: Proc) -> tuple[str, str]:

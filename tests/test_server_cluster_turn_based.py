@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import signal
 import time
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -27,29 +26,13 @@ from websockets.sync.client import connect
 
 from cardtable.server.cluster.lease import LEASE_PREFIX
 from cardtable.server.storage import schema
-from cluster_harness import Client, Proc, check_record
+from cluster_harness import Client, Proc, check_record, start
 from polling import wait_for
-from services import Postgres, new_database, run_async
+from services import run_async
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 BOT = {"kind": "bot", "bot": "heuristic"}
-
-
-@pytest.fixture
-def pg_db(postgres: Postgres) -> str:
-    """A fresh database in the session's PostgreSQL."""
-    return new_database(postgres)
-
-
-@pytest.fixture
-def procs() -> Iterator[list[Proc]]:
-    """Processes a test starts (appended to this list): stopped at the end."""
-    started: list[Proc] = []
-    yield started
-    for proc in started:
-        if proc.proc is not None and proc.alive:
-            proc.stop(signal.SIGKILL)
 
 
 def start_turn_based(
@@ -65,16 +48,8 @@ def start_turn_based(
     0.2 s and waiting tables let go after ``idle_s`` seconds of quiet (and ``env``), started at once; once all
     answer."""
     env = {"CARDTABLE_TURN_IDLE_S": str(idle_s), "CARDTABLE_EXPIRY_CHECK_S": "0.2", **(env or {})}
-    new = [
-        Proc(db, redis, folder / f"{name}.log", env=env, options=["--turn-clock-min-s", "1"])
-        for name in names
-    ]
-    procs.extend(new)
-    for proc in new:
-        proc.start(wait=False)
-    for proc in new:
-        wait_for(proc.ready, 90, f"the server on port {proc.port} to answer")
-    return new
+    return start(procs, db, redis, *(folder / f"{name}.log" for name in names), env=env,
+                 options=["--turn-clock-min-s", "1"])
 
 
 def signed_in(proc: Proc, name: str) -> dict[str, str]:

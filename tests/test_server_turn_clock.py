@@ -8,7 +8,9 @@ shorter."""
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -56,6 +58,19 @@ def to_move(client: TestClient, table_id: str) -> int | None:
 def live_here(client: TestClient, table_id: str) -> bool:
     """Whether the server holds ``table_id`` in memory."""
     return table_id in client.app.state.manager.tables  # type: ignore[attr-defined]
+
+
+@contextlib.contextmanager
+def at_anas_turn(client: TestClient, clock: dict[str, int], rounds: int = 1
+                 ) -> Iterator[tuple[str, WebSocketTestSession]]:
+    """A turn-based table of a new account ana and two bots, started, with ana's connection open once it is her
+    turn: the table's id and her connection."""
+    ana = sign_up(client, "ana")
+    table_id, token = make_table(client, ana, clock, [{"kind": "open"}, *BOTS], rounds=rounds)
+    with client.websocket_connect(f"/ws/tables/{table_id}") as ws:
+        ws.send_json({"type": "hello", "token": token})
+        wait_for(lambda: to_move(client, table_id) == 0, what="ana's turn")
+        yield table_id, ws
 
 
 def move_once(client: TestClient, table_id: str, token: str) -> dict[str, Any]:
@@ -139,11 +154,7 @@ def test_a_match_over_absences_a_restart_and_timeouts_finishes_with_a_record_tha
 
 def test_a_move_earns_per_move_time_up_to_the_start(make_client: MakeClient) -> None:
     client = make_client(turn_settings())
-    ana = sign_up(client, "ana")
-    table_id, token = make_table(client, ana, {"start_s": 2, "per_move_s": 1}, [{"kind": "open"}, *BOTS])
-    with client.websocket_connect(f"/ws/tables/{table_id}") as ws:
-        ws.send_json({"type": "hello", "token": token})
-        wait_for(lambda: to_move(client, table_id) == 0, what="ana's turn")
+    with at_anas_turn(client, {"start_s": 2, "per_move_s": 1}) as (table_id, ws):
         first = banks(client, table_id)[0]
         assert first.bank_ms == 2000
         wait_for(lambda: time.time() * 1000 >= first.deadline_ms - 800, what="most of the bank spent")
@@ -158,11 +169,8 @@ def test_a_move_earns_per_move_time_up_to_the_start(make_client: MakeClient) -> 
 
 def test_a_deadline_that_falls_due_while_the_table_is_let_go_is_acted_on_once(make_client: MakeClient) -> None:
     client = make_client(turn_settings())
-    ana = sign_up(client, "ana")
-    table_id, token = make_table(client, ana, {"start_s": 2, "per_move_s": 1}, [{"kind": "open"}, *BOTS])
-    with client.websocket_connect(f"/ws/tables/{table_id}") as ws:
-        ws.send_json({"type": "hello", "token": token})
-        wait_for(lambda: to_move(client, table_id) == 0, what="ana's turn")
+    with at_anas_turn(client, {"start_s": 2, "per_move_s": 1}) as (table_id, _ws):
+        pass
     wait_for(lambda: not live_here(client, table_id), what="the waiting table let go")
     # Nobody connects: the sweep finds the deadline due, loads the table, and the stand-in moves once for ana.
     wait_for(lambda: banks(client, table_id)[0].timeouts >= 1, timeout=15, what="the timeout acted on")
@@ -175,11 +183,8 @@ def test_a_deadline_that_falls_due_while_the_table_is_let_go_is_acted_on_once(ma
 def test_a_table_restored_after_its_deadline_passed_moves_at_once(make_client: MakeClient) -> None:
     settings = turn_settings(turn_idle_s=600)
     client = make_client(settings)
-    ana = sign_up(client, "ana")
-    table_id, token = make_table(client, ana, {"start_s": 1, "per_move_s": 1}, [{"kind": "open"}, *BOTS])
-    with client.websocket_connect(f"/ws/tables/{table_id}") as ws:
-        ws.send_json({"type": "hello", "token": token})
-        wait_for(lambda: to_move(client, table_id) == 0, what="ana's turn")
+    with at_anas_turn(client, {"start_s": 1, "per_move_s": 1}) as (table_id, _ws):
+        pass
     client.__exit__(None, None, None)  # the server stops while ana has about a second left
     time.sleep(1.2)  # the deadline passes while no server runs: what this test is about
     client = make_client(settings)
@@ -189,11 +194,8 @@ def test_a_table_restored_after_its_deadline_passed_moves_at_once(make_client: M
 
 def test_a_person_away_is_never_replaced_by_the_grace_timer(make_client: MakeClient) -> None:
     client = make_client(turn_settings(default_grace_s=0.1, abandon_after_s=0.1, turn_idle_s=600))
-    ana = sign_up(client, "ana")
-    table_id, token = make_table(client, ana, {"start_s": 60, "per_move_s": 60}, [{"kind": "open"}, *BOTS])
-    with client.websocket_connect(f"/ws/tables/{table_id}") as ws:
-        ws.send_json({"type": "hello", "token": token})
-        wait_for(lambda: to_move(client, table_id) == 0, what="ana's turn")
+    with at_anas_turn(client, {"start_s": 60, "per_move_s": 60}) as (table_id, _ws):
+        pass
     time.sleep(0.6)  # several grace periods and sweeps: nothing may happen in them
     table = client.get(f"/api/tables/{table_id}").json()
     assert table["status"] == "playing"

@@ -437,9 +437,9 @@ async def test_the_owner_applies_at_most_max_batch_plays_before_one_write(store:
     written: list[int] = []
     insert = store.insert_actions
 
-    def insert_actions(tid: str, hand: int, rows: list[Any]) -> Any:
+    def insert_actions(tid: str, hand: int, rows: list[Any], at: str | None = None) -> Any:
         written.append(len(rows))
-        return insert(tid, hand, rows)
+        return insert(tid, hand, rows, at)
 
     monkeypatch.setattr(store, "insert_actions", insert_actions)
     try:
