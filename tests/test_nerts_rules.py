@@ -773,6 +773,51 @@ def test_the_state_and_match_follow_the_engine_protocols() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"players": 4},
+        {"players": 2, "jokers": True, "auto_nerts": True, "nerts_pile_size": 5, "flip_count": 1},
+    ],
+)
+def test_play_changes_the_hand_as_apply_does_and_refuses_the_same(options: dict[str, Any]) -> None:
+    """``play`` (what the simulator calls: no events) makes the changes ``apply`` makes and refuses what it refuses,
+    with the same code, changing nothing then."""
+    from cardtable import records
+    from cardtable.bots.nerts import GreedyBot
+    from cardtable.sim.nerts import play_hand
+
+    match = NertsMatch(NertsOptions.from_dict(options))
+    record = records.new_record("nerts", [records.Seat(name=str(s)) for s in range(match.players)], options)
+    play_hand(match, [GreedyBot(s) for s in range(match.players)], 4, record)
+    hand = record.hands[0]
+    applied, played = (NertsMatch(match.options).start_hand(hand.deal) for _ in range(2))
+    refusals = 0
+    for entry in hand.actions:
+        for wrong in (
+            {"type": "move", "from": "work:0", "to": "work:0"},
+            {"type": "move", "from": "nerts", "to": "foundation:63"},
+        ):
+            if entry.seat is None:
+                break
+            codes = []
+            for state in (applied, played):
+                before = state.snapshot()
+                with pytest.raises(IllegalAction) as refused:
+                    (state.apply if state is applied else state.play)(entry.seat, wrong, entry.ms)
+                assert state.snapshot() == before
+                codes.append(refused.value.code)
+            assert codes[0] == codes[1]
+            refusals += 1
+        events = applied.apply(entry.seat, entry.action, entry.ms)
+        assert played.play(entry.seat, entry.action, entry.ms) is None
+        assert events
+        assert played.snapshot() == applied.snapshot()
+        assert played.view(0) == applied.view(0)
+        assert played.legal_actions(0, entry.ms) == applied.legal_actions(0, entry.ms)
+    assert applied.is_over and played.scores() == applied.scores() and refusals > 20
+
+
 class TestDecisions:
     """The points docs/views-nerts.md decides where the rules are silent."""
 

@@ -110,11 +110,14 @@ class WantedCards:
             if code is not None:
                 wanted[code] = wanted.get(code, 0) + 1
         if changed:
-            for i in range(count, len(nexts)):  # entries no longer there
-                _forget(wanted, nexts[i])
-                self._cards -= sizes[i]
-            del nexts[count:], sizes[count:]
-            self._foundations = list(foundations)
+            if len(nexts) > count:
+                for i in range(count, len(nexts)):  # entries no longer there
+                    _forget(wanted, nexts[i])
+                    self._cards -= sizes[i]
+                del nexts[count:], sizes[count:]
+            # held as given, not copied: a view's list is read-only, and the engine hands out a new list whenever
+            # a foundation changes
+            self._foundations = foundations
         return wanted
 
 
@@ -188,11 +191,13 @@ def _parse(action: Action) -> _Parsed:
 
 def own_layout(view: View, seat: int) -> dict[str, Any]:
     """The layout ``seat`` plays in ``view`` (its team's with partnerships); ``StopIteration`` if none."""
-    layouts = view["layouts"]
+    # typed locals: a compiled build indexes the list and the dicts natively
+    layouts: list[dict[str, Any]] = view["layouts"]
     if layouts:
         guess = layouts[seat % len(layouts)]  # the engine's order: seat s plays layout s % layouts
-        if seat in guess["seats"]:
-            return guess  # type: ignore[no-any-return]
+        seats: list[int] = guess["seats"]
+        if seat in seats:
+            return guess
     return next(lay for lay in layouts if seat in lay["seats"])
 
 
@@ -216,12 +221,14 @@ def pass_signature(
     on_work = 0
     for pile in work:
         on_work += len(pile)
-    waste = layout["waste"]
+    waste: dict[str, Any] = layout["waste"]
+    stock: dict[str, Any] = layout["stock"]
+    nerts: dict[str, Any] = layout["nerts"]
     return (
-        layout["stock"]["count"],
+        stock["count"],
         waste["count"],
         waste["top"],
-        layout["nerts"]["count"],
+        nerts["count"],
         on_work,
         foundation_cards,
     )
@@ -250,7 +257,8 @@ class GreedyBot:
             return None
         seat = view["seat"]
         layout = own_layout(view, seat)
-        nerts_top: str | None = layout["nerts"]["top"]
+        nerts_view: dict[str, Any] = layout["nerts"]
+        nerts_top: str | None = nerts_view["top"]
         work: list[list[str]] = layout["work"]
         if self._stuck and not layout["stuck"]:
             self._stuck = False  # a rotate, or a move of a partner's, cleared it

@@ -315,8 +315,35 @@ def layout_pack(
     return [slot if slot is not None else next(filler) for slot in slots]
 
 
+def _good_packs(packs: Any, layouts: int, jokers: bool) -> list[list[int]] | None:
+    """:func:`_check_packs` for packs of canonical codes, each a whole pack once; ``None`` for anything else (then
+    :func:`_check_packs` parses each code and names what is wrong)."""
+    size = 54 if jokers else 52
+    if not isinstance(packs, list) or len(packs) != layouts:
+        return None
+    out: list[list[int]] = []
+    for p in range(layouts):
+        pack = packs[p]
+        if not isinstance(pack, list) or len(pack) != size:
+            return None
+        base = p * 64
+        seen = 0  # a bit per card met (54 bits at most: a short int for mypyc)
+        cards: list[int] = []
+        for code in pack:
+            local = _LOCAL_INDEX.get(code, -1) if isinstance(code, str) else -1
+            if local < 0 or local >= size or seen >> local & 1:
+                return None
+            seen |= 1 << local
+            cards.append(base + local)
+        out.append(cards)
+    return out
+
+
 def _check_packs(packs: Any, layouts: int, jokers: bool) -> list[list[int]]:
     """Parse ``deal.packs`` into engine cards; ``ValueError`` naming the field."""
+    good = _good_packs(packs, layouts, jokers)
+    if good is not None:
+        return good
     if not isinstance(packs, list):
         raise ValueError("deal.packs: must be a list of packs")
     if len(packs) != layouts:
@@ -497,6 +524,7 @@ _MOVE_KEYS: Final = frozenset({"type", "from", "to", "count", "as"})
 _UNDER_KEYS: Final = frozenset({"type", "from", "to"})
 _TYPE_ONLY: Final = frozenset({"type"})
 _NO_TIES: Final[list[_Foundation]] = []  # never changed
+_NO_EVENTS: Final[list[Event]] = []  # what play's moves and flips give: never changed
 _PARSE: Final = -2  # _to_foundation's target when it is read from the action's "to"
 _FOUNDATION_NAMES: Final = [f"foundation:{fid}" for fid in range(_MAX_FOUNDATIONS)]
 _WANT_KEYS: Final = 64  # suit * 16 + rank for suits 0 to 3 and ranks to 14 (a tie on a king)
@@ -528,10 +556,6 @@ def _drop(founds: list[_Foundation], found: _Foundation) -> None:
         if founds[i] is found:
             del founds[i]
             return
-
-
-def _by_fid(found: _Foundation) -> int:
-    return found.fid
 
 
 def _onto_work(to_work: list[Action], need: int, fits: list[int], out: list[Action]) -> None:
@@ -580,6 +604,7 @@ class NertsState:
         self._rotated = False
         self._moved_since_rotate = False
         self._actions = 0
+        self._quiet = False  # in play(): the frequent actions (moves and flips) build no events
         # caches, rebuilt when dirty: per layout its view, its moves that involve no foundation and its last legal
         # list (_touch), per foundation its view, and the view every seat shares until the next applied action
         self._layout_views: list[dict[str, Any] | None] = [None] * n_layouts
@@ -610,6 +635,14 @@ class NertsState:
         self._view: dict[str, Any] | None = None  # _view_base while up to date
         self._view_base = _VIEW.copy()
         self._view_base["players"] = self.players
+        # the foundations and scores lists _view_base shows (set again only when they are new lists)
+        self._shown_found: list[dict[str, Any]] | None = None
+        self._shown_scores: list[int] | None = None
+        # per stock size its view ({"count": n}, shared: views are read-only), and per layout its waste's view
+        # with the key it was made for (cards * 1024 + top card)
+        self._stock_views: list[dict[str, Any] | None] = [None] * 64
+        self._waste_views: list[dict[str, Any] | None] = [None] * n_layouts
+        self._waste_keys = [-1] * n_layouts
         self._recent: list[_Foundation] = []  # the foundations played on, in the order of their last play
 
     def __reduce__(
@@ -724,8 +757,13 @@ class NertsState:
         if not count:
             return _NO_TIES
         out = self._recent[len(self._recent) - count :]
-        if count > 1:
-            out.sort(key=_by_fid)
+        for i in range(1, count):  # an insertion sort by id: a few entries, compared natively
+            found = out[i]
+            j = i
+            while j > 0 and out[j - 1].fid > found.fid:
+                out[j] = out[j - 1]
+                j -= 1
+            out[j] = found
         return out
 
     def _foundation_moves(
@@ -894,6 +932,8 @@ class NertsState:
         piles = len(work)
         jokers = self.options.jokers
         has_empty = False
+        # each top card's FITS (rank * 2 + red) read once: the pairs below compare plain ints
+        fits = [FITS[pile[-1]] if pile else -1 for pile in work]
         for i in range(piles):
             pile = work[i]
             n = len(pile)
@@ -905,20 +945,21 @@ class NertsState:
             for j in range(piles):
                 if i == j:
                     continue
-                dest = work[j]
-                if not dest:
+                fit = fits[j]
+                if fit == -1:  # an empty pile
                     for k in range(1, n):
                         out.append(runs[j][k] if runs is not None else _run_action(i, j, k))
                 elif jokers:
+                    dest = work[j]
                     for k in range(1, n + 1):
                         if _consistent(dest + pile[n - k :]):
                             out.append(_run_action(i, j, k))
                 else:
-                    top = dest[-1]
-                    idx = bottom_rank - RANK[top]
-                    if 0 <= idx < n and RED[pile[idx]] != RED[top]:
+                    # the card of this pile one rank below the top of pile j (rank fit >> 1, red fit & 1)
+                    idx = bottom_rank - (fit >> 1)
+                    if 0 <= idx < n and RED[pile[idx]] != fit & 1:
                         out.append(_run_action(i, j, n - idx))
-        return out, has_empty, [FITS[pile[-1]] if pile else -1 for pile in work]
+        return out, has_empty, fits
 
     # -- apply ---------------------------------------------------------------------------------------------
 
@@ -933,6 +974,17 @@ class NertsState:
         events = self._apply(seat, action, ms)
         self._view = None  # changed: the shared view is built again when next asked for
         return events
+
+    def play(self, seat: object, action: object, ms: object) -> None:
+        """:meth:`apply` for a caller that reads no events (the simulator): the same checks, the same refusals
+        (:class:`~cardtable.engine.IllegalAction`, nothing changed) and the same changes, without building the
+        events of moves and flips."""
+        self._quiet = True
+        try:
+            self._apply(seat, action, ms)
+        finally:
+            self._quiet = False
+        self._view = None
 
     def _apply(self, seat: object, given: object, ms: object) -> list[Event]:
         # a dict first: the ABC check is slow; any other mapping is read as a dict (the checks below read dicts)
@@ -1225,16 +1277,18 @@ class NertsState:
         del pile[len(pile) - count :]
         dest += run
         self._piles_changed(layout, pile, dest)
-        events: list[Event] = [
-            {
-                "type": "moved",
-                "seat": seat,
-                "pack": layout.pack,
-                "from": src,
-                "to": dst,
-                "cards": [CODE[c] for c in run],
-            }
-        ]
+        events: list[Event] = _NO_EVENTS
+        if not self._quiet:
+            events = [
+                {
+                    "type": "moved",
+                    "seat": seat,
+                    "pack": layout.pack,
+                    "from": src,
+                    "to": dst,
+                    "cards": [CODE[c] for c in run],
+                }
+            ]
         self._after_card_left(seat, layout, src, ms, events)
         layout.stuck = False
         self._moved_since_rotate = True
@@ -1374,19 +1428,23 @@ class NertsState:
         self._scores = None
         self._found_list = None
         self._last_progress = ms
-        event: Event = {
-            "type": "moved",
-            "seat": seat,
-            "pack": layout.pack,
-            "from": src,
-            "to": _FOUNDATION_NAMES[found.fid] if found.fid < _MAX_FOUNDATIONS else f"foundation:{found.fid}",
-            "cards": [CODE[card]],
-        }
-        if JOKER[card]:
-            event["as"] = name
-        events: list[Event] = [event]
-        if found.finished:
-            events.append({"type": "finished", "foundation": found.fid})
+        events: list[Event] = _NO_EVENTS
+        if not self._quiet:
+            event: Event = {
+                "type": "moved",
+                "seat": seat,
+                "pack": layout.pack,
+                "from": src,
+                "to": _FOUNDATION_NAMES[found.fid]
+                if found.fid < _MAX_FOUNDATIONS
+                else f"foundation:{found.fid}",
+                "cards": [CODE[card]],
+            }
+            if JOKER[card]:
+                event["as"] = name
+            events = [event]
+            if found.finished:
+                events.append({"type": "finished", "foundation": found.fid})
         self._found_views[found.fid] = self._foundation_view(found, self._found_views[found.fid])
         self._after_card_left(seat, layout, src, ms, events)
         layout.stuck = False
@@ -1401,11 +1459,13 @@ class NertsState:
         self._scores = None
         self._last_progress = ms
         if layout.nerts:
-            events.append({"type": "revealed", "pack": layout.pack, "card": CODE[layout.nerts[-1]]})
+            if not self._quiet:
+                events.append({"type": "revealed", "pack": layout.pack, "card": CODE[layout.nerts[-1]]})
         elif self.options.auto_nerts and self._called is None:
             self._called = seat
             self._called_ms = ms
-            events.append({"type": "nerts", "seat": seat})
+            if not self._quiet:
+                events.append({"type": "nerts", "seat": seat})
 
     def _under(self, seat: int, layout: _Layout, action: dict[str, Any], ms: int) -> list[Event]:
         self._check_keys(action, _UNDER_KEYS)
@@ -1480,6 +1540,8 @@ class NertsState:
                 "your stock and waste are both empty: nothing to flip", code="nerts.nothing_to_flip"
             )
         self._touch(layout, False)
+        if self._quiet:
+            return _NO_EVENTS
         return [
             {
                 "type": "flipped",
@@ -1542,8 +1604,20 @@ class NertsState:
         view["seats"] = self._seat_lists[pack]
         view["nerts"] = nerts_view
         view["work"] = self._work_codes(layout)
-        view["stock"] = {"count": len(layout.stock)}
-        view["waste"] = {"count": len(waste), "top": CODE[waste[-1]] if waste else None}
+        stock = len(layout.stock)
+        stock_view = self._stock_views[stock] if stock < len(self._stock_views) else None
+        if stock_view is None:
+            stock_view = {"count": stock}
+            if stock < len(self._stock_views):
+                self._stock_views[stock] = stock_view
+        view["stock"] = stock_view
+        waste_key = len(waste) * 1024 + (waste[-1] if waste else 1023)
+        waste_view = self._waste_views[pack]
+        if waste_view is None or self._waste_keys[pack] != waste_key:
+            waste_view = {"count": len(waste), "top": CODE[waste[-1]] if waste else None}
+            self._waste_views[pack] = waste_view
+            self._waste_keys[pack] = waste_key
+        view["waste"] = waste_view
         view["stuck"] = layout.stuck
         if self._ended is not None:
             view["nerts_cards"] = [CODE[c] for c in nerts]
@@ -1587,15 +1661,20 @@ class NertsState:
             for layout in self._layouts:
                 kept = self._layout_views[layout.pack]
                 layouts.append(kept if kept is not None else self._layout_view(layout))
-            # never handed out (each seat gets a copy), so brought up to date in place
+            # never handed out (each seat gets a copy), so brought up to date in place, only where it changed
             shared = self._view = self._view_base
             shared["ms"] = self._ms
             shared["layouts"] = layouts
-            shared["foundations"] = self._foundations_view()
-            shared["called"] = self._called
-            shared["over"] = self._ended is not None
-            shared["ended"] = self._ended
-            shared["scores"] = self._seat_scores()
+            found = self._foundations_view()
+            if found is not self._shown_found:
+                shared["foundations"] = self._shown_found = found
+            scores = self._seat_scores()
+            if scores is not self._shown_scores:
+                shared["scores"] = self._shown_scores = scores
+            if self._called is not None or self._ended is not None:  # each set once, near the end of a hand
+                shared["called"] = self._called
+                shared["over"] = self._ended is not None
+                shared["ended"] = self._ended
         view = dict(shared)
         view["seat"] = seat
         return view

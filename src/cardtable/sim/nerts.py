@@ -43,7 +43,7 @@ from rich.table import Table
 
 from cardtable import records
 from cardtable.bots import Bot, get_bot
-from cardtable.bots.nerts import own_layout
+from cardtable.bots.nerts import GreedyBot, own_layout
 from cardtable.cards import RANK_CODES, SUITS
 from cardtable.engine import Action, HandResult, IllegalAction, View
 from cardtable.games.nerts import NertsMatch, NertsOptions, NertsState
@@ -56,9 +56,10 @@ __all__ = ["BotTally", "mean_interval", "play_hand", "play_item", "play_timed_ha
 
 class _Play:
     """A play on its way to the table: ``place`` is the (foundation id, rank) of a card to a started foundation,
-    ``due`` a clock action's due time (a plain class, not a dataclass: compiled with mypyc, a native one)."""
+    ``due`` a clock action's due time, ``stamp`` the ms the table applies it at once released (a plain class, not
+    a dataclass: compiled with mypyc, a native one)."""
 
-    __slots__ = ("action", "due", "place", "seat", "sent")
+    __slots__ = ("action", "due", "place", "seat", "sent", "stamp")
 
     def __init__(
         self,
@@ -73,6 +74,29 @@ class _Play:
         self.sent = sent
         self.place = place
         self.due = due
+        self.stamp = 0
+
+
+_NEVER: Final = 1 << 60  # later than any time (a short int, as mypyc keeps unboxed: below 2 ** 62)
+
+
+class _Seat:
+    """One seat's clock in :func:`play_timed_hand`: its bot, reaction ``step`` and one-way ``lag`` (ms), when it
+    ``look``s next, and its play on the way (``flying``), which ``arrives`` at that ms, sent as the ``order``-th
+    play (ties). Fields rather than parallel lists: compiled with mypyc, a native class keeps its ints unboxed."""
+
+    __slots__ = ("arrives", "choose", "flying", "greedy", "lag", "look", "order", "step")
+
+    def __init__(self, bot: Bot, step: int, lag: int, look: int) -> None:
+        # the greedy bot called directly (a native call once compiled), any other through its bound method
+        self.greedy: GreedyBot | None = bot if isinstance(bot, GreedyBot) else None
+        self.choose: Callable[[View, Sequence[Action]], Action | None] = bot.choose
+        self.step = step
+        self.lag = lag
+        self.look = look
+        self.arrives = _NEVER
+        self.order = 0
+        self.flying: _Play | None = None
 
 
 _RANK: Final = {code: i + 1 for i, code in enumerate(RANK_CODES)}
@@ -80,9 +104,6 @@ _RANK: Final = {code: i + 1 for i, code in enumerate(RANK_CODES)}
 # standard card code (none for a joker)
 _FOUNDATION_IDS: Final = {f"foundation:{fid}": fid for fid in range(64)}
 _CODE_RANK: Final = {rank + suit: i + 1 for i, rank in enumerate(RANK_CODES) for suit in SUITS}
-
-
-_NONE_RELEASED: Final[list[tuple[_Play, int]]] = []  # never changed
 
 
 def _below(getrandbits: Callable[[int], int], n: int) -> int:
@@ -98,23 +119,27 @@ def _below(getrandbits: Callable[[int], int], n: int) -> int:
 
 def _place(view: View, seat: int, action: Action) -> tuple[int, int] | None:
     """The foundation place a move to ``foundation:ID`` aims at, read from the seat's own view."""
-    if action.get("type") != "move":
+    # "to" first: most actions are flips (none) or moves to work piles; typed locals, read natively when compiled
+    dst = action.get("to")
+    if not isinstance(dst, str) or not dst.startswith("foundation:") or dst == "foundation:new":
         return None
-    dst: str = action.get("to", "")
-    if not dst.startswith("foundation:") or dst == "foundation:new":
+    kind = action.get("type")
+    if not isinstance(kind, str) or kind != "move":
         return None
     if "as" in action:
-        rank = _RANK[action["as"][:-1]]
+        shown: str = action["as"]
+        rank = _RANK[shown[:-1]]
     else:
         layout = own_layout(view, seat)
-        src = action["from"]
-        if src == "nerts":
-            code = layout["nerts"]["top"]
-        elif src == "waste":
-            code = layout["waste"]["top"]
+        src: str = action["from"]
+        code: str | None
+        if src == "nerts" or src == "waste":
+            pile: dict[str, Any] = layout[src]
+            code = pile["top"]
         else:
-            code = layout["work"][int(src[5:])][-1]
-        rank = _CODE_RANK.get(code, 0)
+            work: list[list[str]] = layout["work"]
+            code = work[int(src[5:])][-1]
+        rank = _CODE_RANK.get(code, 0) if code is not None else 0
     fid = _FOUNDATION_IDS.get(dst)
     return (fid if fid is not None else int(dst[11:]), rank)
 
@@ -170,15 +195,11 @@ def play_timed_hand(
         for seat, lag in enumerate(lags):
             race.set_delay(seat, lag)
     shared = match.options.partnerships
-    never = 1 << 60  # later than any time (a short int, as mypyc keeps unboxed: below 2 ** 62)
-    look: list[int] = [rng.randint(0, steps[s] // 4) for s in range(players)]
-    # the plays on their way, one per seat at most (a seat looks again only once its play is applied or refused):
-    # per seat when it arrives (never: none), the order it was sent in (ties), and the play; they reach the table
-    # in (arrival, order) order
-    arrives = [never] * players
-    orders = [0] * players
-    flying: list[_Play | None] = [None] * players
-    first_arrival = never  # the earliest of arrives
+    never = _NEVER
+    # the plays on their way, one per seat at most (a seat looks again only once its play is applied or refused);
+    # they reach the table in (arrival, order) order
+    seats = [_Seat(bots[s], steps[s], lags[s], rng.randint(0, steps[s] // 4)) for s in range(players)]
+    first_arrival = never  # the earliest of the seats' arrives
     count = 0
     clock: tuple[int, dict[str, Any]] | None = None
     clock_sent: tuple[int, str] | None = None
@@ -189,7 +210,6 @@ def play_timed_hand(
     table_actions = 0
     attempts: dict[tuple[int, int], list[tuple[int, int, str]]] = {}  # place -> (seat, sent, outcome)
     filled: set[tuple[int, int]] = set()
-    choosers = [bot.choose for bot in bots]  # bound once: each look calls one directly
     getrandbits = rng.getrandbits
     # the clock action changes only with the last progress, a call, and a rotate (the stall guard's base): after a
     # table action or a seat's "stuck" (all stuck rotates), ``clock_stale`` asks for it again
@@ -205,9 +225,9 @@ def play_timed_hand(
             clock_id = (clock[0], clock[1]["type"]) if clock is not None else None
             clock_due = clock[0] if clock is not None and clock_id != clock_sent else never
         now = never
-        for at in look:
-            if at < now:
-                now = at
+        for one in seats:
+            if one.look < now:
+                now = one.look
         if first_arrival < now:
             now = first_arrival
         if race is not None and race.held:
@@ -218,8 +238,8 @@ def play_timed_hand(
             now = clock_due
         if now < state.ms:
             now = state.ms
-        # what reaches the table now, in order, with its stamp (without compensation; with it, race.release's)
-        released: list[tuple[_Play, int]] = []
+        # stamped with ``now`` without compensation (never earlier than the last stamp); with it, race.release's
+        released: list[_Play] = []  # what reaches the table now, in order, each with its stamp
         stamp = now if now > last_stamp else last_stamp
         if clock is not None and clock_due <= now and clock_due != never:
             clock_sent = clock_id
@@ -228,32 +248,39 @@ def play_timed_hand(
             if race is not None:
                 race.submit(clock_play, None, now, CLOCK_KEYS)
             else:
-                released.append((clock_play, stamp))
+                clock_play.stamp = stamp
+                released.append(clock_play)
         while first_arrival <= now:
             seat = -1
             for s in range(players):
-                at = arrives[s]
-                if at == first_arrival and (seat < 0 or orders[s] < orders[seat]):
+                one = seats[s]
+                if one.arrives == first_arrival and (seat < 0 or one.order < seats[seat].order):
                     seat = s
-            play = flying[seat]
+            one = seats[seat]
+            play = one.flying
             assert play is not None
-            flying[seat] = None
-            arrives[seat] = never
+            one.flying = None
+            one.arrives = never
             first_arrival = never
-            for at in arrives:
-                if at < first_arrival:
-                    first_arrival = at
+            for other in seats:
+                if other.arrives < first_arrival:
+                    first_arrival = other.arrives
             if race is not None:
                 race.submit(play, seat, now, race_keys(play.action, shared, state.layout_index(seat)))
             else:
-                released.append((play, stamp))
+                play.stamp = stamp
+                released.append(play)
         if race is not None:
-            released = race.release(now) if race.held else _NONE_RELEASED
+            if race.held:
+                for play, ms in race.release(now):
+                    play.stamp = ms
+                    released.append(play)
         elif released:
             last_stamp = stamp
-        for play, ms in released:
+        for play in released:
             if state.is_over:
                 break
+            ms = play.stamp
             if play.seat is None:
                 if state.clock_action() != (play.due, play.action):
                     continue  # the clock moved on (progress, or a call) before this fell due
@@ -270,7 +297,7 @@ def play_timed_hand(
                 clock_stale = True
                 continue
             seat = play.seat
-            look[seat] = now
+            seats[seat].look = now
             try:
                 _apply(state, seat, play.action, ms, log)
             except IllegalAction:
@@ -299,23 +326,26 @@ def play_timed_hand(
             table_actions += 1
             break
         for seat in range(players):
-            if look[seat] != now:
+            one = seats[seat]
+            if one.look != now:
                 continue
-            step = steps[seat] + _below(getrandbits, steps[seat] // 4 + 1)  # randint(0, N) draws the same
+            step = one.step + _below(getrandbits, one.step // 4 + 1)  # randint(0, N) draws the same
             view = state.view(seat)
-            action = choosers[seat](view, state.legal_actions(seat, now))
+            legal = state.legal_actions(seat, now)
+            greedy = one.greedy
+            action = greedy.choose(view, legal) if greedy is not None else one.choose(view, legal)
             if action is None:
-                look[seat] = now + step
+                one.look = now + step
                 continue
-            look[seat] = never
+            one.look = never
             # the seat saw the table as of ``now`` only ``lag`` ms later (updates travel too), then reacted
-            sent = now + lags[seat] + step
+            sent = now + one.lag + step
             play = _Play(seat, action, sent, _place(view, seat, action))  # actions are read-only: no copy
-            arrives[seat] = sent + lags[seat]
-            orders[seat] = count
-            flying[seat] = play
-            if arrives[seat] < first_arrival:
-                first_arrival = arrives[seat]
+            one.arrives = sent + one.lag
+            one.order = count
+            one.flying = play
+            if one.arrives < first_arrival:
+                first_arrival = one.arrives
             count += 1
     result = match.finish_hand()
     tally = [[0, 0, 0, 0] for _ in range(players)]
@@ -376,7 +406,7 @@ def _apply(
     ms: int,
     log: list[records.ActionRecord] | None,
 ) -> None:
-    state.apply(seat, action, ms)
+    state.play(seat, action, ms)  # the simulator reads no events
     if log is not None:
         log.append(records.ActionRecord(seat=seat, ms=ms, action=dict(action)))
 
