@@ -24,7 +24,7 @@ from cardtable.server.lobby.daily_private import check_readable
 from cardtable.server.lobby.manager import Manager
 from cardtable.server.lobby.play_now import PLAY_NOW_BOTS, visitor_key
 from cardtable.server.lobby.seating import bind_seat
-from cardtable.server.lobby.turn_based import Joiner, check_person_seat, table_pace, turn_clock_for
+from cardtable.server.lobby.turn_based import Joiner, check_person_seat, turn_clock_for
 from cardtable.server.players.account_seats import mark_finished_accounts, seats_of_account
 from cardtable.server.players.leaderboards import play_now_bot
 from cardtable.server.players.names import NameRefused, check_name, has_control
@@ -324,8 +324,7 @@ async def again_table(table_id: str, body: TokenBody, request: Request) -> dict[
     manager = _manager(request)
     address = client_address(request)
     await manager.check_join(address)
-    live = manager.tables.get(table_id)
-    if (live.row.pace if live is not None else await table_pace(manager.store, table_id)) == "turn-based":
+    if await manager.is_turn_based(table_id):
         await check_person_seat(manager.store, manager.settings, await _account_id(request))
     table, seat, token = await manager.again(table_id, body.token)
     _mark_creator(table, address)

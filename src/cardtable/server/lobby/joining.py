@@ -59,13 +59,17 @@ class Joining:
         ``joiner``: who asks, for a join a request asks for (``None``: the server itself, already checked). At a
         turn-based table the joiner must be signed in and under ``turn_based_tables_max``: ``TableError`` 401
         ``account.not_signed_in`` or 409 ``turn_based.too_many`` (``lobby/turn_based.check_person_seat``)."""
-        if joiner is not None:
-            live = self.tables.get(table_id)
-            pace = live.row.pace if live is not None else await table_pace(self.store, table_id)
-            if pace == "turn-based":
-                await check_person_seat(self.store, self.settings, joiner.account_id)
+        if joiner is not None and await self.is_turn_based(table_id):
+            await check_person_seat(self.store, self.settings, joiner.account_id)
         return await self.route(table_id, "join", {"name": name, "seat": seat},
                                 lambda table: self._join_here(table, name, seat), seated)
+
+    async def is_turn_based(self, table_id: str) -> bool:
+        """Whether ``table_id`` is a turn-based table: the live table's ``pace`` when it is held here, else the
+        stored one (``lobby/turn_based.table_pace``); ``False`` when there is no such table."""
+        live = self.tables.get(table_id)
+        pace = live.row.pace if live is not None else await table_pace(self.store, table_id)
+        return pace == "turn-based"
 
     async def _join_here(self, table: Table, name: str, seat: int | None) -> tuple[Table, int, str]:
         async def take() -> tuple[int, str]:

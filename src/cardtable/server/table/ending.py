@@ -46,16 +46,18 @@ class Ending:
 
         def _after_change(self) -> None: ...
 
-    async def _finish_match(self) -> None:
-        self.row.status = "finished"
+    async def _store_end(self, status: str, winners: list[int] | None) -> None:
+        """Store the match's end as ``status`` (``finished``, ``abandoned``): now, its totals so far, ``winners``."""
+        self.row.status = status
         self.row.finished = now_iso()
         self.row.totals = list(self.match.totals)
-        self.row.winners = self.match.winners()
+        self.row.winners = winners
         self.row.hands_played = self.hand_index + 1
-        await self.store.update_status(
-            self.id, "finished", finished=self.row.finished, hands_played=self.row.hands_played,
-            totals=self.row.totals, winners=self.row.winners,
-        )
+        await self.store.update_status(self.id, status, finished=self.row.finished,
+                                       hands_played=self.row.hands_played, totals=self.row.totals, winners=winners)
+
+    async def _finish_match(self) -> None:
+        await self._store_end("finished", self.match.winners())
         for seat in self.seats:
             if seat.away_timer is not None:
                 seat.away_timer.cancel()
@@ -69,15 +71,10 @@ class Ending:
         ``abandoned`` for a table in play that no person came back to. The record so far stays; an abandoned
         table is stored with its totals so far and no winners, and is published like a finished one; its results
         are recorded as a finished match's, every person in it counted absent (``results.py``)."""
-        self.row.status = status
         if status == "abandoned":
-            self.row.finished = now_iso()
-            self.row.totals = list(self.match.totals)
-            self.row.winners = None
-            self.row.hands_played = self.hand_index + 1
-            await self.store.update_status(self.id, status, finished=self.row.finished,
-                                           hands_played=self.row.hands_played, totals=self.row.totals, winners=None)
+            await self._store_end(status, None)
         else:
+            self.row.status = status
             await self.store.update_status(self.id, status)
         self.broadcast({"type": "table", "table": self.to_dict()})
         if status == "abandoned":  # rated too: its absent people are last (closing the browser dodges nothing)
