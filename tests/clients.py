@@ -118,3 +118,26 @@ def as_account(client: TestClient, cookie: str | None) -> None:
     client.cookies.clear()
     if cookie is not None:
         client.cookies.set("ct_session", cookie)
+
+
+def make_table(
+    client: TestClient, cookie: str, clock: dict[str, int], seats: list[dict[str, Any]], rounds: int = 1
+) -> tuple[str, str]:
+    """A turn-based Enemy Anemone table of ``rounds`` rounds made by the account of session ``cookie`` (left signed
+    in on ``client``), its ``turn_clock`` ``clock`` (``{"start_s", "per_move_s"}``, seconds) and its seats ``seats``
+    (``[{"kind": "open"}, {"kind": "bot", "bot": ...}, ...]``, the creator at the first open one): its id and the
+    creator's token (``AssertionError`` unless created, 201)."""
+    as_account(client, cookie)
+    made = client.post(
+        "/api/tables",
+        headers=ORIGIN,
+        json={
+            "game": "anemone",
+            "options": {"players": len(seats), "rounds": rounds},
+            "pace": "turn-based",
+            "turn_clock": clock,
+            "seats": seats,
+        },
+    )
+    assert made.status_code == 201, made.text
+    return str(made.json()["table"]["id"]), str(made.json()["token"])

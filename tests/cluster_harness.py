@@ -11,6 +11,7 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from cardtable.replay import fold
+from cardtable.server.cluster.member import Cluster
+from cardtable.server.cluster.ownership import ClusterSettings
 from cardtable.server.core.settings import Settings
 from cardtable.server.lobby.manager import Manager
 from cardtable.server.storage import schema
@@ -355,3 +358,26 @@ async def stored_tables(url: str, count: int, settings: Settings, *, seeded: boo
         await manager.close()
         await store.close()
     return ids
+
+
+@contextlib.asynccontextmanager
+async def opened_managers(
+    url: str, redis_url: str, settings: Settings
+) -> AsyncIterator[Callable[[], Awaitable[Manager]]]:
+    """Server processes in this test process sharing the database ``url`` and the Redis ``redis_url``: the opener
+    returns a new one's manager (its own ``Store``, a cluster member sweeping every 600 s and a ``Manager`` with
+    ``settings``); every one opened closes, last first, when the block ends."""
+    opened: list[tuple[Store, Cluster, Manager]] = []
+
+    async def open_one() -> Manager:
+        store = await Store.open(url, cluster=True)
+        cluster = await Cluster.open(redis_url, store, ClusterSettings(sweep_s=600))
+        manager = await Manager.open(store, settings, cluster)
+        opened.append((store, cluster, manager))
+        return manager
+
+    yield open_one
+    for store, cluster, manager in reversed(opened):
+        await manager.close()
+        await cluster.close()
+        await store.close()

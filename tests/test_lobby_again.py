@@ -12,13 +12,11 @@ from redis.asyncio import Redis
 from starlette.testclient import TestClient
 
 from cardtable.server.cluster.calls import RemoteTable
-from cardtable.server.cluster.member import Cluster
-from cardtable.server.cluster.ownership import ClusterSettings
 from cardtable.server.core.errors import TableError
 from cardtable.server.lobby.manager import Manager
 from cardtable.server.lobby.play_now import LOBBY_PRESENCE_S, LobbyPresence, visitor_key
-from cardtable.server.storage.store import Store
 from clients import MakeClient, fast_settings
+from cluster_harness import opened_managers
 from polling import until, wait_status
 from services import Postgres, new_database
 
@@ -273,21 +271,8 @@ async def pg_url(postgres: Postgres) -> str:
 
 @pytest.fixture
 async def managers(pg_url: str, redis_url: str) -> AsyncIterator[Callable[[], Awaitable[Manager]]]:
-    opened: list[tuple[Store, Cluster, Manager]] = []
-    settings = fast_settings(solo_start_s=0.2)
-
-    async def open_one() -> Manager:
-        store = await Store.open(pg_url, cluster=True)
-        cluster = await Cluster.open(redis_url, store, ClusterSettings(sweep_s=600))
-        manager = await Manager.open(store, settings, cluster)
-        opened.append((store, cluster, manager))
-        return manager
-
-    yield open_one
-    for store, cluster, manager in reversed(opened):
-        await manager.close()
-        await cluster.close()
-        await store.close()
+    async with opened_managers(pg_url, redis_url, fast_settings(solo_start_s=0.2)) as open_one:
+        yield open_one
 
 
 async def test_play_again_through_another_process_is_done_by_the_old_tables_owner(

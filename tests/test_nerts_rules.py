@@ -620,6 +620,17 @@ class TestMatch:
             state.apply(0, move("nerts", "foundation:0"), ms)
         state.apply(None, {"type": "end_hand", "reason": "stalled"}, 100)
 
+    def tied_hand(self, match: NertsMatch) -> None:
+        """A hand of two seats that each play an ace and a two of their own suit to a foundation, then stall: 2
+        points each."""
+        state = match.start_hand(
+            {"packs": [layout_pack(nerts=["AS", "2S"]), layout_pack(nerts=["AH", "2H"])]}
+        )
+        for seat in (0, 1):
+            state.apply(seat, move("nerts", "foundation:new"), seat * 10 + 1)
+            state.apply(seat, move("nerts", f"foundation:{seat}"), seat * 10 + 2)
+        state.apply(None, {"type": "end_hand", "reason": "stalled"}, 30)
+
     def test_hands_until_the_target_with_a_unique_top(self) -> None:
         match = NertsMatch(NertsOptions(players=2, target_score=10, nerts_penalty=0))
         spades = ["AS", "2S", "3S", "4S", "5S", "6S"]
@@ -640,13 +651,7 @@ class TestMatch:
 
     def test_a_tie_at_the_top_plays_another_hand(self) -> None:
         match = NertsMatch(NertsOptions(players=2, target_score=10, nerts_penalty=0))
-        state = match.start_hand(
-            {"packs": [layout_pack(nerts=["AS", "2S"]), layout_pack(nerts=["AH", "2H"])]}
-        )
-        for seat in (0, 1):
-            state.apply(seat, move("nerts", "foundation:new"), seat * 10 + 1)
-            state.apply(seat, move("nerts", f"foundation:{seat}"), seat * 10 + 2)
-        state.apply(None, {"type": "end_hand", "reason": "stalled"}, 30)
+        self.tied_hand(match)
         match.totals = [8, 8]  # as if earlier hands had been played
         match.finish_hand()
         assert match.totals == [10, 10] and not match.is_over and match.winners() is None
@@ -667,13 +672,7 @@ class TestMatch:
         """Rules, "Scoring": a tie at the top when the ``hands`` limit ends the match is shared, not played on."""
         match = NertsMatch(NertsOptions(players=2, target_score=10, nerts_penalty=0, hands=2))
         for totals, over in (([2, 2], False), ([4, 4], True)):
-            state = match.start_hand(
-                {"packs": [layout_pack(nerts=["AS", "2S"]), layout_pack(nerts=["AH", "2H"])]}
-            )
-            for seat in (0, 1):
-                state.apply(seat, move("nerts", "foundation:new"), seat * 10 + 1)
-                state.apply(seat, move("nerts", f"foundation:{seat}"), seat * 10 + 2)
-            state.apply(None, {"type": "end_hand", "reason": "stalled"}, 30)
+            self.tied_hand(match)
             match.finish_hand()
             assert match.totals == totals and match.is_over is over
         assert match.winners() == [0, 1]

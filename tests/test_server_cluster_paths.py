@@ -81,12 +81,14 @@ async def client(redis_url: str) -> AsyncIterator[Redis]:
     await opened_client.aclose()
 
 
-@pytest.fixture
-async def processes(
+@contextlib.asynccontextmanager
+async def opened_processes(
     url: str, redis_url: str, client: Redis
 ) -> AsyncIterator[Callable[..., Awaitable[Process]]]:
-    """Opens a process (``ClusterSettings`` as keywords; ``keeper=False``: leases renewed by ``Cluster.renew``
-    rather than by the keeper's thread) listening to its messages; every one opened ends with the test."""
+    """Opens processes on the database ``url`` and the Redis ``redis_url``: the opener takes ``ClusterSettings`` as
+    keywords (``sweep_s`` 600 unless given; ``keeper=False``: leases renewed by ``Cluster.renew`` rather than by the
+    keeper's thread) and returns each process once it listens to its messages (seen through ``client``); every one
+    opened ends, last first, when the block does."""
     opened: list[Process] = []
 
     async def open_process(keeper: bool = True, **settings: Any) -> Process:
@@ -107,6 +109,16 @@ async def processes(
     yield open_process
     for process in reversed(opened):
         await process.close()
+
+
+@pytest.fixture
+async def processes(
+    url: str, redis_url: str, client: Redis
+) -> AsyncIterator[Callable[..., Awaitable[Process]]]:
+    """Opens a process (``ClusterSettings`` as keywords; ``keeper=False``: leases renewed by ``Cluster.renew``
+    rather than by the keeper's thread) listening to its messages; every one opened ends with the test."""
+    async with opened_processes(url, redis_url, client) as open_process:
+        yield open_process
 
 
 async def new_table(process: Process) -> tuple[Table, str]:

@@ -30,11 +30,9 @@ from cardtable.server.cluster import relay as relay_module
 from cardtable.server.cluster.calls import LOBBY
 from cardtable.server.cluster.lease import LEASE_PREFIX
 from cardtable.server.cluster.mailbox import Mailbox, channel
-from cardtable.server.cluster.member import Cluster
-from cardtable.server.cluster.ownership import RELEASED, ClusterSettings
+from cardtable.server.cluster.ownership import RELEASED
 from cardtable.server.cluster.redis_clients import ALIVE_PREFIX
 from cardtable.server.core.errors import RECONNECT_CODE
-from cardtable.server.lobby.manager import Manager
 from cardtable.server.storage import schema
 from cardtable.server.storage.store import Store
 from cardtable.server.table.owner import Table
@@ -53,6 +51,7 @@ from test_server_cluster_paths import (
     hello,
     listening_apps,
     new_table,
+    opened_processes,
     refusal,
     tables_of,
 )
@@ -79,26 +78,8 @@ async def processes(
 ) -> AsyncIterator[Callable[..., Awaitable[Process]]]:
     """Opens a process (``ClusterSettings`` as keywords; ``keeper=False``: leases renewed by ``Cluster.renew``)
     listening to its messages; every one opened and not closed by the test ends with it."""
-    opened: list[Process] = []
-
-    async def open_process(keeper: bool = True, **settings: Any) -> Process:
-        store = await Store.open(url, cluster=True)
-        cluster = await Cluster.open(redis_url, store, ClusterSettings(**{"sweep_s": 600, **settings}))
-        if not keeper:
-            cluster.keeper = None
-        process = Process(store, cluster, await Manager.open(store, SETTINGS, cluster))
-        opened.append(process)
-
-        async def subscribed() -> bool:
-            ((_, count),) = await client.pubsub_numsub(channel(cluster.process))
-            return bool(count)
-
-        await until(subscribed, WAIT_S, "the process's subscription")
-        return process
-
-    yield open_process
-    for process in reversed(opened):
-        await process.close()
+    async with opened_processes(url, redis_url, client) as open_process:
+        yield open_process
 
 
 @pytest.fixture

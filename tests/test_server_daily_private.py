@@ -11,13 +11,11 @@ import pytest
 from starlette.testclient import TestClient
 from starlette.websockets import WebSocketDisconnect
 
-from cardtable.server.cluster.member import Cluster
-from cardtable.server.cluster.ownership import ClusterSettings
 from cardtable.server.core.errors import TableError
 from cardtable.server.lobby.manager import Manager
-from cardtable.server.storage.store import Store
 from cardtable.server.table.connections import Connection
 from clients import ORIGIN, MakeClient, as_account, fast_settings, play_out, sign_up
+from cluster_harness import opened_managers
 from polling import clear_of_midnight_utc, wait_for, wait_status
 from services import Postgres, new_database
 
@@ -209,21 +207,9 @@ def test_a_table_that_is_not_a_daily_deal_is_listed_watched_and_read_as_before(
 @pytest.fixture
 async def managers(postgres: Postgres, redis_url: str) -> AsyncIterator[Callable[[], Awaitable[Manager]]]:
     """Server processes sharing one PostgreSQL database and Redis (each a store, a cluster member and a manager)."""
-    url = new_database(postgres)
-    opened: list[tuple[Store, Cluster, Manager]] = []
-
-    async def open_one() -> Manager:
-        store = await Store.open(url, cluster=True)
-        cluster = await Cluster.open(redis_url, store, ClusterSettings(sweep_s=600))
-        manager = await Manager.open(store, fast_settings(default_grace_s=3600.0), cluster)
-        opened.append((store, cluster, manager))
-        return manager
-
-    yield open_one
-    for store, cluster, manager in reversed(opened):
-        await manager.close()
-        await cluster.close()
-        await store.close()
+    settings = fast_settings(default_grace_s=3600.0)
+    async with opened_managers(new_database(postgres), redis_url, settings) as open_one:
+        yield open_one
 
 
 async def test_several_processes_list_no_daily_table_and_its_owner_refuses_its_spectators(

@@ -10,7 +10,7 @@ import weakref
 
 import pytest
 
-from clients import ORIGIN, MakeClient, as_account, fast_settings, sign_up
+from clients import ORIGIN, MakeClient, fast_settings, make_table, sign_up
 from polling import wait_for
 
 pytestmark = pytest.mark.usefixtures("cheap_hashes")  # conftest.py: real Argon2id, small parameters
@@ -19,20 +19,8 @@ pytestmark = pytest.mark.usefixtures("cheap_hashes")  # conftest.py: real Argon2
 def test_a_waiting_table_let_go_is_freed_without_a_garbage_collection(make_client: MakeClient) -> None:
     client = make_client(fast_settings(turn_clock_min_s=1, expiry_check_s=0.1, turn_idle_s=0.3))
     ana = sign_up(client, "ana")
-    as_account(client, ana)
-    made = client.post(
-        "/api/tables",
-        headers=ORIGIN,
-        json={
-            "game": "anemone",
-            "options": {"players": 4, "rounds": 1},
-            "pace": "turn-based",
-            "turn_clock": {"start_s": 3600, "per_move_s": 3600},
-            "seats": [{"kind": "open"}, *[{"kind": "bot", "bot": "heuristic"}] * 3],
-        },
-    )
-    assert made.status_code == 201, made.text
-    table_id, token = made.json()["table"]["id"], made.json()["token"]
+    seats = [{"kind": "open"}, *[{"kind": "bot", "bot": "heuristic"}] * 3]
+    table_id, token = make_table(client, ana, {"start_s": 3600, "per_move_s": 3600}, seats)
     tables = client.app.state.manager.tables  # type: ignore[attr-defined]
     gc.disable()  # only reference counting frees what is let go from here on
     try:

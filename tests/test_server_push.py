@@ -25,9 +25,9 @@ from starlette.testclient import TestClient
 
 from cardtable.server.players.push import ENDPOINT_MAX, notify_turn
 from cardtable.server.storage import players_schema as ps
-from clients import MakeClient, as_account, fast_settings, query
+from clients import MakeClient, as_account, fast_settings, make_table, query
 from polling import wait_for
-from test_server_turn_clock import make_table, move_once, play, to_move, turn_settings
+from test_server_turn_clock import move_once, play, to_move, turn_settings
 
 ORIGIN = {"Origin": "http://testserver"}
 CONTACT = "mailto:ops@cardtable.example"

@@ -28,7 +28,7 @@ from cardtable.server.players.results import MatchResult, SeatResult, record_res
 from cardtable.server.storage import players_schema as ps
 from cardtable.server.storage.store import Store
 from cardtable.server.table.match_results import match_result, record_finished
-from clients import query
+from clients import play_out, query
 from polling import wait_for, wait_results, wait_status
 
 BOTS = ["greedy:easy", "greedy:medium", "greedy:hard"]
@@ -185,22 +185,6 @@ def rated_page(client: TestClient, name: str, game: str) -> dict[str, Any] | Non
     straddle that commit (stats already there, rating not yet: a run in CI saw it): wait for the whole of it."""
     page = page_with_games(client, name)
     return page if page is not None and (page["games"].get(game) or {}).get("rating") else None
-
-
-def play_out(client: TestClient, table_id: str, token: str) -> None:
-    """Play the token's seat to the end through a WebSocket (its first legal action each time): a person who
-    leaves instead is last and rates nobody up (tests/test_server_ownership.py)."""
-    with client.websocket_connect(f"/ws/tables/{table_id}") as ws:
-        ws.send_json({"type": "hello", "token": token})
-        seq = 0
-        while True:
-            message = ws.receive_json()
-            if (message.get("table") or {}).get("status") == "finished" or (
-                    message["type"] == "hand_over" and message["winners"]):
-                return
-            if message["type"] in ("update", "snapshot") and message.get("legal"):
-                seq += 1
-                ws.send_json({"type": "action", "seq": seq, "action": message["legal"][0]})
 
 
 def test_a_match_against_a_bot_rates_the_player_and_the_bot(client: TestClient) -> None:

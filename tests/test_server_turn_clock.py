@@ -20,7 +20,7 @@ from starlette.testclient import TestClient, WebSocketTestSession
 from cardtable import records
 from cardtable.replay import fold
 from cardtable.server.storage import schema
-from clients import ORIGIN, MakeClient, ServerClient, as_account, fast_settings, query, sign_up
+from clients import ORIGIN, MakeClient, ServerClient, as_account, fast_settings, make_table, query, sign_up
 from polling import wait_for, wait_status
 
 pytestmark = pytest.mark.usefixtures("cheap_hashes")  # conftest.py: real Argon2id, small parameters
@@ -31,17 +31,6 @@ BOTS = [{"kind": "bot", "bot": "heuristic"}] * 2
 def turn_settings(**knobs: Any) -> Any:
     """Fast settings with clocks of seconds, sweeps every 0.1 s and tables let go after 0.3 s of quiet."""
     return fast_settings(**{"turn_clock_min_s": 1, "expiry_check_s": 0.1, "turn_idle_s": 0.3, **knobs})
-
-
-def make_table(client: TestClient, cookie: str, clock: dict[str, int], seats: list[dict[str, Any]],
-               rounds: int = 1) -> tuple[str, str]:
-    """A turn-based Enemy Anemone table made by the account of ``cookie``: its id and the creator's token."""
-    as_account(client, cookie)
-    made = client.post("/api/tables", headers=ORIGIN, json={
-        "game": "anemone", "options": {"players": len(seats), "rounds": rounds}, "pace": "turn-based",
-        "turn_clock": clock, "seats": seats})
-    assert made.status_code == 201, made.text
-    return str(made.json()["table"]["id"]), str(made.json()["token"])
 
 
 def banks(client: TestClient, table_id: str) -> dict[int, Any]:

@@ -11,9 +11,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
-from webhelpers import api
-
-from polling import wait_for
+from webhelpers import api, left_to_finish
 
 pytestmark = pytest.mark.browser
 
@@ -26,10 +24,8 @@ PLAYS = ("move", "under", "nerts")
 def finished(server: str) -> tuple[str, dict[str, Any]]:
     """A finished Nerts match of several hands: the creator leaves at once (the stand-in plays their seat) against an
     instant greedy bot, short Nerts piles; returns the table's id and its replay as the server gives it."""
-    made = api(
+    tid, _ = left_to_finish(
         server,
-        "POST",
-        "/api/tables",
         {
             "game": "nerts",
             "name": "Ana",
@@ -39,15 +35,7 @@ def finished(server: str) -> tuple[str, dict[str, Any]]:
             "options": {"players": 2, "nerts_pile_size": 5, "target_score": 30},
             "seats": [{"kind": "open"}, {"kind": "bot", "bot": "greedy"}],
         },
-    )
-    tid = made["table"]["id"]
-    api(server, "POST", f"/api/tables/{tid}/start", {"token": made["token"]})
-    api(server, "POST", f"/api/tables/{tid}/leave", {"token": made["token"]})
-    wait_for(
-        lambda: api(server, "GET", f"/api/tables/{tid}")["status"] == "finished",
         240,
-        "the match to finish",
-        every=0.5,
     )
     replay: dict[str, Any] = api(server, "GET", f"/api/tables/{tid}/replay")
     assert len(replay["hands"]) >= 2, replay["hands"]  # the test needs a second hand to jump to

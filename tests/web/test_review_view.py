@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
-from webhelpers import api, axe_serious, sit, state
+from webhelpers import api, axe_serious, left_to_finish, sit, state, wait_finished
 
 from polling import wait_for
 
@@ -29,15 +29,6 @@ SIZES = [(1280, 720), (390, 844)]
 REVIEW_S = 240
 """How long a review may take here: about 30 s for a one-round match on an idle 2-core machine (10,000
 simulations a decision), more while other tests run."""
-
-
-def finished(server: str, tid: str) -> None:
-    wait_for(
-        lambda: api(server, "GET", f"/api/tables/{tid}")["status"] == "finished",
-        300,
-        "the match's end",
-        every=0.5,
-    )
 
 
 def ready_review(server: str, tid: str, seat: int) -> dict[str, Any]:
@@ -54,10 +45,8 @@ def ready_review(server: str, tid: str, seat: int) -> dict[str, Any]:
 def anemone_table(server: str) -> tuple[str, str]:
     """A finished one-round Enemy Anemone match of 2 seats: the creator (Ana, who leaves at once: the stand-in plays
     her seat) against the random bot on seat 1; returns the table's id and Ana's seat token."""
-    made = api(
+    return left_to_finish(
         server,
-        "POST",
-        "/api/tables",
         {
             "game": "anemone",
             "name": "Ana",
@@ -68,11 +57,6 @@ def anemone_table(server: str) -> tuple[str, str]:
             "seats": [{"kind": "open"}, {"kind": "bot", "bot": "random"}],
         },
     )
-    tid = made["table"]["id"]
-    api(server, "POST", f"/api/tables/{tid}/start", {"token": made["token"]})
-    api(server, "POST", f"/api/tables/{tid}/leave", {"token": made["token"]})
-    finished(server, tid)
-    return tid, made["token"]
 
 
 def open_replay(page: Page, server: str, tid: str, lang: str) -> None:
@@ -189,7 +173,7 @@ def test_a_nerts_review_lists_the_missed_plays(page: Page, server: str) -> None:
     wait_for(lambda: (state(page).get("view") or {}).get("ms", 0) >= 5000, 60, "5 s of the first hand")
     page.goto(server + "/?howto=nerts")
     api(server, "POST", f"/api/tables/{tid}/leave", {"token": token})
-    finished(server, tid)
+    wait_finished(server, tid)
     review = ready_review(server, tid, 0)
     missed = review["missed"]
     # seed 12 deals Ana an ace on a work pile and a Nerts card that goes on a work pile: one miss of each kind

@@ -10,6 +10,8 @@ from typing import Any
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Locator, Page
 
+from polling import wait_for
+
 AXE = Axe()
 
 
@@ -74,3 +76,26 @@ def started_table(base: str, body: dict[str, Any]) -> tuple[str, int, str]:
     with contextlib.suppress(Exception):
         api(base, "POST", f"/api/tables/{tid}/start", {"token": token})
     return tid, res["seat"], token
+
+
+def wait_finished(base: str, table_id: str, timeout_s: float = 300) -> None:
+    """Wait (a look every 0.5 s, ``timeout_s`` seconds at most: ``AssertionError`` after) until the match of table
+    ``table_id`` is over (``GET /api/tables/{id}`` says ``finished``)."""
+    wait_for(
+        lambda: api(base, "GET", f"/api/tables/{table_id}")["status"] == "finished",
+        timeout_s,
+        "the match's end",
+        every=0.5,
+    )
+
+
+def left_to_finish(base: str, body: dict[str, Any], timeout_s: float = 300) -> tuple[str, str]:
+    """Create a table (``POST /api/tables`` with ``body``, best with ``"grace_seconds": 0`` so that the stand-in plays
+    the creator's seat at once), start it, leave the creator's seat and wait for the match's end
+    (:func:`wait_finished`); returns its id and the creator's seat token."""
+    made = api(base, "POST", "/api/tables", body)
+    tid, token = made["table"]["id"], made["token"]
+    api(base, "POST", f"/api/tables/{tid}/start", {"token": token})
+    api(base, "POST", f"/api/tables/{tid}/leave", {"token": token})
+    wait_finished(base, tid, timeout_s)
+    return tid, token
