@@ -279,7 +279,8 @@ class GreedyBot:
         wanted = self._wanted.of(view["foundations"])
         known = _KNOWN
         for action in actions:
-            # the one-key actions by their type alone (a compiled build compares the strings natively)
+            # the one-key actions by their type alone (a compiled build compares the strings natively); only the
+            # others are parsed below
             kind_name = action["type"]
             if isinstance(kind_name, str) and kind_name in _ONE_KEY:
                 if kind_name == "flip":
@@ -328,17 +329,8 @@ class GreedyBot:
                             room = room or action
                     elif nerts_top is None and useful:
                         expose_empty = expose_empty or action
-            elif kind == _UNDER:
-                if src == 0:
-                    nerts_under = nerts_under or action
-            elif kind == _FLIP:
-                flip = action
-            elif kind == _CALL:
-                call = action
-            elif kind == _STUCK:
-                stuck = action
-            elif kind == _CYCLE:
-                cycle = action
+            elif kind == _UNDER and src == 0:
+                nerts_under = nerts_under or action
 
         if call is not None:
             scores = view["scores"]

@@ -20,20 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from cardtable.bots.nerts import own_layout
 from cardtable.engine import Action, HandState, View
 from cardtable.records import Record
 from cardtable.replay import fold
 
 MISSED_MS = 2000
 """A card playable this long (ms) or longer without being played is a missed play."""
-
-
-def _layout(view: View, seat: int) -> dict[str, Any]:
-    """The seat's own layout in ``view``."""
-    for layout in view["layouts"]:
-        if seat in layout["seats"]:
-            return dict(layout)
-    raise ValueError(f"seat {seat} has no layout")
 
 
 def _card_at(layout: dict[str, Any], source: str) -> str | None:
@@ -48,7 +41,7 @@ def _card_at(layout: dict[str, Any], source: str) -> str | None:
 def chances(view: View, legal: list[Action], seat: int) -> tuple[set[tuple[str, str]], bool]:
     """What ``seat`` could do now: the ``(kind, card)`` of each missed-play chance (see the module) and whether it
     has any ``move`` or ``under`` at all."""
-    layout = _layout(view, seat)
+    layout = own_layout(view, seat)
     found: set[tuple[str, str]] = set()
     moving = False
     for action in legal:
@@ -132,7 +125,7 @@ def review(record: Record, seat: int) -> dict[str, Any]:
         if seen.stuck_since is not None:
             stuck_ms += seen.last_ms - seen.stuck_since
         state = finals[number]
-        cards_left += int(_layout(state.view(seat), seat)["nerts"]["count"])
+        cards_left += int(own_layout(state.view(seat), seat)["nerts"]["count"])
     missed.sort(key=lambda m: (m["hand"], m["index"], m["ms"]))
     return {
         "status": "ready",

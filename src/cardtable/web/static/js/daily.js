@@ -2,7 +2,7 @@
 // the day's deal (UTC date, its bots, how many played), a Play button (POST /api/daily/{game}/play, one try per
 // account per day; guests play unranked), your result (score, rank, percent, streak), the standings with the
 // spread of scores, and the best replay of the day once you have played (docs/web.md, "The daily deal").
-import { h, fill, toast } from './util.js';
+import { h, fill, toast, loadStyles } from './util.js';
 import { t, currentLanguage } from './i18n.js';
 import { call, errorText, saveSeat, getName } from './api.js';
 import { navigate } from './nav.js';
@@ -13,12 +13,7 @@ export const DAILY_GAMES = ['anemone', 'nerts'];
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 
 /** Load this page's stylesheet (css/daily.css) once. */
-export function dailyStyles() {
-  if (document.getElementById('daily-css')) return;
-  document.head.append(Object.assign(document.createElement('link'), {
-    id: 'daily-css', rel: 'stylesheet', href: new URL('../css/daily.css', import.meta.url).href,
-  }));
-}
+export function dailyStyles() { loadStyles('daily'); }
 
 /** The daily API (docs/protocol.md, "Daily deal"). */
 export const dailyApi = {

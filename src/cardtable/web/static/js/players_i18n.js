@@ -1,6 +1,7 @@
 // The words of the account, leaderboard and player pages: their own catalogues (i18n/players/{en,ko,ja}.json),
 // in the language the page is shown in, English as the fallback; and their stylesheet (css/players.css).
 import { currentLanguage, refusalCodes, wordRefusal } from './i18n.js';
+import { loadStyles } from './util.js';
 
 const catalogues = {};
 
@@ -15,11 +16,7 @@ async function load(code) {
 
 /** Load the catalogues of the current language and English, and the stylesheet (once). */
 export async function loadPlayersWords() {
-  if (!document.getElementById('players-css')) {
-    document.head.append(Object.assign(document.createElement('link'), {
-      id: 'players-css', rel: 'stylesheet', href: new URL('../css/players.css', import.meta.url).href,
-    }));
-  }
+  loadStyles('players');
   await Promise.all([load('en'), load(currentLanguage())]);
 }
 

@@ -3,32 +3,16 @@
 // computed, then Enemy Anemone's marked decisions (loss >= 0.5 points: the card played, the one the search
 // prefers) or Nerts' missed plays, each shown at its moment of the replay, and the summary whose entries jump the
 // replay there.
-import { h, fill } from './util.js';
+import { h, fill, loadStyles } from './util.js';
 import { t, cardName, currentLanguage } from './i18n.js';
-import { errorText, getSeat } from './api.js';
+import { call, errorText, getSeat } from './api.js';
 import { whoAmI } from './players_i18n.js';
 
 const POLL_MS = 1500;
 
-/** Load the review's stylesheet (css/review.css) once. */
-function reviewStyles() {
-  if (document.getElementById('review-css')) return;
-  document.head.append(Object.assign(document.createElement('link'), {
-    id: 'review-css', rel: 'stylesheet', href: new URL('../css/review.css', import.meta.url).href,
-  }));
-}
-
-/** GET the review of `seat`: {status: 'pending'} or the ready review; an ApiError-like Error on a refusal. */
-async function fetchReview(id, seat) {
-  const res = await fetch(`/api/tables/${encodeURIComponent(id)}/review?seat=${seat}`, { credentials: 'same-origin' });
-  let data = null;
-  try { data = await res.json(); } catch { data = null; }
-  if (!res.ok) {
-    const err = new Error(data && typeof data.detail === 'string' ? data.detail : `HTTP ${res.status}`);
-    Object.assign(err, { status: res.status, code: data?.code ?? null, params: data?.params || {} });
-    throw err;
-  }
-  return data;
+/** GET the review of `seat`: {status: 'pending'} or the ready review; an ApiError on a refusal. */
+function fetchReview(id, seat) {
+  return call('GET', `/api/tables/${encodeURIComponent(id)}/review?seat=${seat}`);
 }
 
 function num(x, digits = 1) {
@@ -52,7 +36,7 @@ function clock(ms) {
  * `stop()` ends the polling when the page is left.
  */
 export function reviewPanel({ id, game, record, steps, names, jump }) {
-  reviewStyles();
+  loadStyles('review');
   const note = h('div.rvnote#review-note', { 'aria-live': 'polite', hidden: true });
   const body = h('div.rvbody', {}, h('p.muted', { text: t('common.loading') }));
   const picker = h('select#review-seat', { 'aria-label': t('review.seat') });

@@ -2,7 +2,7 @@
 // turn clock presets of the custom table, the lobby's "Your games" panel (GET /api/me/seats) with the count of
 // tables where it is your turn in the page title and on the favicon, each seat's time bank at the table (the seat to
 // move counting down), and the "Since your last move" summary of a `catch_up` message. Its stylesheet: css/turns.css.
-import { h, fill } from './util.js';
+import { h, fill, loadStyles } from './util.js';
 import { t, currentLanguage } from './i18n.js';
 import { call, saveSeat } from './api.js';
 import { navigate } from './nav.js';
@@ -10,12 +10,7 @@ import { creatureCard } from './cards.js';
 import { gameTitle, seatNames, nameOf, bdi, tWith } from './names.js';
 
 /** Load this module's stylesheet (css/turns.css) once. */
-export function turnsStyles() {
-  if (document.getElementById('turns-css')) return;
-  document.head.append(Object.assign(document.createElement('link'), {
-    id: 'turns-css', rel: 'stylesheet', href: new URL('../css/turns.css', import.meta.url).href,
-  }));
-}
+export function turnsStyles() { loadStyles('turns'); }
 
 /** Is this TABLE turn-based (`pace`)? */
 export function turnBased(table) { return table?.pace === 'turn-based'; }

@@ -40,6 +40,14 @@ export function fill(el, ...children) {
   return el;
 }
 
+/** Load the page module stylesheet css/NAME.css once (its link's id: NAME-css). */
+export function loadStyles(name) {
+  if (document.getElementById(`${name}-css`)) return;
+  document.head.append(Object.assign(document.createElement('link'), {
+    id: `${name}-css`, rel: 'stylesheet', href: new URL(`../css/${name}.css`, import.meta.url).href,
+  }));
+}
+
 let toastTimer = null;
 /** Show a short message at the bottom of the screen for ms milliseconds. */
 export function toast(text, kind = 'info', ms = 2600) {
