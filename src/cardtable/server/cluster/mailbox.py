@@ -33,6 +33,23 @@ MAX_FRAMES = 512
 PUBLISH_TIMEOUT_S = 5.0
 """Seconds one write of the publisher may take (Redis not reading: unreachable) before it counts as failed."""
 
+PUBLISH_RETRY_S = 0.2
+"""Seconds the publisher waits after a failed publish before it publishes what was queued since."""
+
+LISTEN_WAIT_S = 1.0
+"""Seconds the listener waits for a message before it looks again (a broken connection shows up then at the
+latest)."""
+
+RESUBSCRIBE_S = 0.5
+"""Seconds the listener waits after its connection broke before it subscribes again."""
+
+_PUBLISHER_CONNECTION = {"socket_timeout": None, "health_check_interval": 0}
+"""How the publisher's own connection differs from the control client's: a publish's time is bounded by
+:data:`PUBLISH_TIMEOUT_S` instead, and there is no health check (no reply would come to a ``PING``)."""
+
+_REPLY_OFF = ("CLIENT", "REPLY", "OFF")
+_REPLY_ON = ("CLIENT", "REPLY", "ON")
+
 _encode_frames = msgspec.msgpack.Encoder().encode
 _decode_frames = msgspec.msgpack.Decoder(list[dict[str, Any]]).decode
 
@@ -101,18 +118,15 @@ class Mailbox:
         """A connection of the publisher's own, that Redis sends no replies on. ``ResponseError`` when Redis
         refuses ``CLIENT REPLY`` (an ACL): replies nobody reads would pile up in Redis."""
         pool = self.control.connection_pool
-        conn = pool.connection_class(**{**pool.connection_kwargs, "socket_timeout": None,
-                                        "health_check_interval": 0})
+        conn = pool.connection_class(**{**pool.connection_kwargs, **_PUBLISHER_CONNECTION})
         try:
             async with asyncio.timeout(PUBLISH_TIMEOUT_S):
                 await conn.connect()  # type: ignore[no-untyped-call]
-                # OFF has no reply when Redis takes it: the ON after it answers OK (an error if OFF was refused),
-                # and then it is off for good.
-                await conn.send_packed_command(conn.pack_commands(
-                    [("CLIENT", "REPLY", "OFF"), ("CLIENT", "REPLY", "ON")]), check_health=False)
-                if await conn.read_response() not in (b"OK", "OK"):
-                    raise ConnectionError("Redis did not take CLIENT REPLY OFF")
-                await conn.send_command("CLIENT", "REPLY", "OFF")
+                # OFF has no reply when Redis takes it: the ON after it answers OK (``ResponseError`` is raised
+                # here when OFF was refused), and then it is off for good.
+                await conn.send_packed_command(conn.pack_commands([_REPLY_OFF, _REPLY_ON]))
+                await conn.read_response()
+                await conn.send_command(*_REPLY_OFF)
         except BaseException:
             with contextlib.suppress(Exception):
                 await conn.disconnect(nowait=True)
@@ -140,16 +154,13 @@ class Mailbox:
                     if conn is None:  # never one redis-py reconnected (replies on)
                         conn = await self._publisher()
                     async with asyncio.timeout(PUBLISH_TIMEOUT_S):
-                        await conn.send_packed_command(conn.pack_commands(commands), check_health=False)
+                        await conn.send_packed_command(conn.pack_commands(commands))
                     self.published += len(commands)
                 except Exception as error:  # Redis away: those messages are lost; the relays start again
                     log.warning("publishing %d messages failed: %r", sum(map(len, pending.values())), error)
-                    if conn is not None:
-                        with contextlib.suppress(Exception):
-                            await conn.disconnect(nowait=True)
-                    conn = None
+                    conn = None  # already disconnected: by redis-py's send_packed_command, or by _publisher
                     self.on_lost()
-                    await asyncio.sleep(0.2)
+                    await asyncio.sleep(PUBLISH_RETRY_S)
                 finally:
                     self._writing = False
         finally:
@@ -171,7 +182,7 @@ class Mailbox:
                     self.on_lost()
                 first = False
                 while True:
-                    message = await pubsub.get_message(timeout=1.0)
+                    message = await pubsub.get_message(timeout=LISTEN_WAIT_S)
                     if message is not None and message["type"] == "message":
                         self.receive(message["channel"], message["data"])  # bytes: responses are not decoded
             except asyncio.CancelledError:
@@ -179,7 +190,7 @@ class Mailbox:
             except Exception as error:
                 log.warning("the pub/sub connection failed (%s): reconnecting", error)
                 self.on_lost()
-                await asyncio.sleep(0.5)
+                await asyncio.sleep(RESUBSCRIBE_S)
             finally:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
