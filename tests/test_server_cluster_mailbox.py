@@ -422,7 +422,8 @@ async def test_a_call_returns_the_owner_s_answer_or_refusal_and_503_when_the_own
     refusal is raised at the caller with the owner's status, code, reason and params; an operation that fails
     there for another reason is 503 (try again) and logged at the owner with the operation's name; a table the
     owner no longer holds, or an owner that is stopping, answers 503 (the table moved); an owner that never
-    answers is 503 after the call's timeout, and the call is forgotten."""
+    answers is 503 after the call's timeout, and the call is forgotten: its late reply, or a reply nobody asked
+    for, is dropped without disturbing the listener."""
     async with boxes(redis_url, "origin", "owner") as opened:
         draining = [False]
         caller = Calls(opened["origin"].mailbox, opened["origin"].mailbox.redis, 5.0, lambda: False)
@@ -480,6 +481,18 @@ async def test_a_call_returns_the_owner_s_answer_or_refusal_and_503_when_the_own
             {"status": 503},
         )
         assert impatient.waiting == {} and caller.waiting == {} and answerer.waiting == {}
+
+        # the silent owner answers after all, too late (and a reply nobody asked for): both are dropped, the
+        # caller's listener goes on (a raise there would reconnect it and reset every relayed connection)
+        received = opened["origin"].mailbox.received
+        for late in ("0f1e2d3c", "never-asked"):  # no call waits under either id (call ids are uuid4 hex)
+            opened["owner"].mailbox.send("origin", {"op": "reply", "id": late, "ok": True, "result": {}})
+        await until(lambda: opened["origin"].mailbox.received == received + 2, WAIT_S, "the late replies")
+        assert opened["origin"].lost.count == 0
+        draining[0] = False
+        # the replies at origin go to the Calls made last there (impatient's): a patient one takes them now
+        patient = Calls(opened["origin"].mailbox, opened["origin"].mailbox.redis, 5.0, lambda: False)
+        assert await patient.call("owner", "t1", "join", {"name": "cy"}) == {"seat": 1, "token": "tk"}
 
 
 async def test_the_lobby_reads_what_owners_published_and_a_lock_excludes_until_released(
