@@ -128,8 +128,7 @@ class Mailbox:
                 await conn.read_response()
                 await conn.send_command(*_REPLY_OFF)
         except BaseException:
-            with contextlib.suppress(Exception):
-                await conn.disconnect(nowait=True)
+            await _close(conn)
             raise
         return conn
 
@@ -148,8 +147,7 @@ class Mailbox:
                 self._writing = True
                 try:
                     if conn is not None and not await _usable(conn):  # closed by Redis while idle (its timeout)
-                        with contextlib.suppress(Exception):
-                            await conn.disconnect(nowait=True)
+                        await _close(conn)
                         conn = None
                     if conn is None:  # never one redis-py reconnected (replies on)
                         conn = await self._publisher()
@@ -165,8 +163,7 @@ class Mailbox:
                     self._writing = False
         finally:
             if conn is not None:
-                with contextlib.suppress(Exception):
-                    await conn.disconnect(nowait=True)
+                await _close(conn)
 
     # -- receiving --------------------------------------------------------------------------------------
 
@@ -175,7 +172,7 @@ class Mailbox:
         reconnects when the connection breaks (then :attr:`on_lost`). Runs until cancelled."""
         first = True
         while True:
-            pubsub = self.redis.pubsub(ignore_subscribe_messages=True, push_handler_func=_as_is)
+            pubsub = self.redis.pubsub(push_handler_func=_as_is)  # subscribe confirmations: not "message"
             try:
                 await pubsub.subscribe(channel(self.process), *self.channels)
                 if not first:  # messages may have been lost meanwhile: every relay starts again
@@ -222,3 +219,9 @@ async def _usable(conn: AbstractConnection) -> bool:
         return conn.is_connected and not await conn.can_read()
     except Exception:  # the socket is gone
         return False
+
+
+async def _close(conn: AbstractConnection) -> None:
+    """Close the publisher's connection at once (nothing buffered is worth waiting for); never raises."""
+    with contextlib.suppress(Exception):
+        await conn.disconnect(nowait=True)
