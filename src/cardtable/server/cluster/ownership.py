@@ -223,7 +223,7 @@ class Ownership:
                 await self.leases.release(table_id, epoch)
         if tables:  # relays here to its old owner: reconnect, now direct
             self.relays.reconnect(set(tables))
-        if tables:  # epochs, not owned: a table taken may have been dropped since (a failed write, hand-over)
+            # epochs, not owned: a table taken may have been dropped since (a failed write, a hand-over)
             log.info("took %d table%s (%s)", len(tables), "" if len(tables) == 1 else "s",
                      ", ".join(f"{t} at epoch {epochs[t]}" for t in list(tables)[:5]) + (
                          ", ..." if len(tables) > 5 else ""))
