@@ -288,7 +288,7 @@ def main() -> None:
         "--processes", default="1,2,4,8", help="process counts, comma-separated (the first is the baseline)"
     )
     parser.add_argument(
-        "--tables-per-process", type=int, default=60, help="Nerts tables of 4 seats per process"
+        "--tables-per-process", type=int, default=120, help="Nerts tables of 4 seats per process"
     )
     parser.add_argument("--rate", type=float, default=2.0, help="actions per second per seat (at most 8)")
     parser.add_argument("--duration", type=float, default=15.0, help="seconds measured (at most 120)")
