@@ -733,6 +733,27 @@ def start_server(port: int, db: str, redis: str | None, profile: str | None = No
         return subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
+async def start_servers(servers: list[subprocess.Popen[bytes]], ports: list[int], db: str, redis: str | None,
+                        tag: str, profile: str | None = None, logs: str | None = None) -> None:
+    """Start one ``cardtable serve`` per port (named ``{tag}-server{n}``), each appended to ``servers`` as soon as it
+    starts (the caller stops them, whatever happens here), and wait until each answers: the first alone, since it
+    applies the migrations."""
+    for i, port in enumerate(ports):
+        servers.append(start_server(port, db, redis, profile, f"{tag}-server{i + 1}", logs))
+        if i == 0:
+            await wait_http(f"http://127.0.0.1:{port}/api/games", 120)
+    for port in ports[1:]:
+        await wait_http(f"http://127.0.0.1:{port}/api/games", 120)
+
+
+async def open_round_robin(ports: list[int], count: int) -> list[list[tuple[str, list[str]]]]:
+    """Open ``count`` four-seat Nerts tables in even shares over the processes at ``ports`` (each process makes its
+    share, which it then owns); per port, its tables as ``(id, the four seats' tokens)``."""
+    share = -(-count // len(ports))
+    return list(await asyncio.gather(*(open_tables(f"http://127.0.0.1:{port}", min(share, count - i * share),
+                                                   first=i * share) for i, port in enumerate(ports))))
+
+
 async def empty_postgres(url: str) -> None:
     """Drop every cardtable table of the database at ``url`` (a fresh start for each configuration)."""
     from sqlalchemy import text
@@ -815,17 +836,11 @@ async def run_config(name: str, args: argparse.Namespace, db: str, redis: str | 
     rng = random.Random(args.seed)
     ports = [free_port() for _ in range(processes)]
     tag = "failover" if failover else "sqlite" if db.startswith("sqlite") else "pg"
-    servers = [start_server(ports[0], db, redis, args.profile, f"{tag}-{processes}-server1", args.logs)]
+    servers: list[subprocess.Popen[bytes]] = []
     try:
-        await wait_http(f"http://127.0.0.1:{ports[0]}/api/games", 120)  # the first applies the migrations
-        servers += [start_server(port, db, redis, args.profile, f"{tag}-{processes}-server{i + 2}", args.logs)
-                    for i, port in enumerate(ports[1:])]
-        for port in ports[1:]:
-            await wait_http(f"http://127.0.0.1:{port}/api/games", 120)
+        await start_servers(servers, ports, db, redis, f"{tag}-{processes}", args.profile, args.logs)
         t0 = time.monotonic()
-        share = -(-tables_n // processes)
-        batches = await asyncio.gather(*(open_tables(f"http://127.0.0.1:{port}", min(share, tables_n - i * share),
-                                                     first=i * share) for i, port in enumerate(ports)))
+        batches = await open_round_robin(ports, tables_n)
         owner_port = {tid: port for port, batch in zip(ports, batches, strict=True) for tid, _ in batch}
         tables = [table for batch in batches for table in batch]
         print(f"\n== {name}: {len(tables)} tables x 4 seats opened and started in {time.monotonic() - t0:.1f} s; "

@@ -46,13 +46,12 @@ from server_load import (
     flush_redis,
     loop_lag,
     measure_cpu,
-    open_tables,
+    open_round_robin,
     quiet_collector,
     run_loop,
     service_pids,
-    start_server,
+    start_servers,
     summary,
-    wait_http,
 )
 
 SEATS_PER_GENERATOR = 2000
@@ -152,23 +151,11 @@ async def run_count(args: argparse.Namespace, db: str, redis: str, processes: in
     tables_n = min(args.tables_per_process * processes, 2000)
     duration = min(args.duration, 120.0)
     ports = [free_port() for _ in range(processes)]
-    servers = [start_server(ports[0], db, redis, name=f"scaling-{processes}-server1", logs=args.logs)]
+    servers: list[subprocess.Popen[bytes]] = []
     try:
-        await wait_http(f"http://127.0.0.1:{ports[0]}/api/games", 120)  # the first applies the migrations
-        servers += [
-            start_server(port, db, redis, name=f"scaling-{processes}-server{i + 2}", logs=args.logs)
-            for i, port in enumerate(ports[1:])
-        ]
-        for port in ports[1:]:
-            await wait_http(f"http://127.0.0.1:{port}/api/games", 120)
+        await start_servers(servers, ports, db, redis, f"scaling-{processes}", logs=args.logs)
         opened = time.monotonic()
-        share = -(-tables_n // processes)
-        batches = await asyncio.gather(
-            *(
-                open_tables(f"http://127.0.0.1:{port}", min(share, tables_n - i * share), first=i * share)
-                for i, port in enumerate(ports)
-            )
-        )
+        batches = await open_round_robin(ports, tables_n)
         tables = [
             (tid, tokens, port) for port, batch in zip(ports, batches, strict=True) for tid, tokens in batch
         ]
