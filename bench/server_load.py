@@ -39,7 +39,9 @@ figure drops. ``--direct`` connects every client to the process owning its table
 difference to a run without it is what the relay costs. ``--profile FOLDER`` writes a cProfile of each server over
 the measuring window, timed by the thread's CPU clock (``FOLDER/{sqlite,pg}-{processes}-server{n}.prof``; read
 with ``python -m pstats``): its own cost per call is large (a server runs about twice as slow), so read it for
-where the time goes, not for how much.
+where the time goes, not for how much. ``--stages FOLDER`` (one process) runs the server through
+``ack_stages.py`` instead, which times each acknowledged action inside the server stage by stage over the window
+and prints where the acks, and the slowest 1% of them, spent their time.
 """
 
 from __future__ import annotations
@@ -67,6 +69,7 @@ import httpx
 import msgspec
 from picows import WSCloseCode, WSError, WSFrame, WSListener, WSMsgType, WSTransport, ws_connect
 
+from ack_stages import summary as summary_of_stages
 from cardtable import records
 from cardtable.server.core.loop_lag import LagHistogram
 from cardtable.server.edge.app import GC_THRESHOLDS
@@ -532,8 +535,12 @@ async def run(args: argparse.Namespace) -> None:
     port, echo_port, durable_port = free_port(), free_port(), free_port()
     env = dict(os.environ, **BENCH_ENV)
     review_ids = await store_finished(f"sqlite+aiosqlite:///{tmp}/bench.db", args.reviews * 2) if args.reviews else []
+    stages = os.path.join(args.stages, "server.stages.json") if args.stages else None
+    if args.stages:
+        os.makedirs(args.stages, exist_ok=True)
+    program = [ACK_STAGES, stages] if stages else profiled(args.profile, "server")
     server = subprocess.Popen(
-        [sys.executable, *profiled(args.profile, "server"), "cardtable", "serve", "--port", str(port),
+        [sys.executable, *program, "cardtable", "serve", "--port", str(port),
          "--db", f"sqlite+aiosqlite:///{tmp}/bench.db"], env=env)
     echo = subprocess.Popen([sys.executable, "-c", ECHO_SERVER, str(echo_port)])
     durable = subprocess.Popen([sys.executable, "-c", DURABLE_ECHO_SERVER, str(durable_port),
@@ -555,7 +562,7 @@ async def run(args: argparse.Namespace) -> None:
         lags: list[float] = []
         server_lag: dict[str, float] = {}
         await asyncio.gather(
-            measure_cpu({"server": server.pid, "clients": os.getpid()}, clock, cpu, bool(args.profile)),
+            measure_cpu({"server": server.pid, "clients": os.getpid()}, clock, cpu, bool(args.profile or stages)),
             loop_lag(clock, lags), measure_server_lag(port, clock, server_lag), quiet_collector(clock),
             *(table_client(port, tid, token, args.rate, clock, stats, random.Random(rng.random()))
               for tid, tokens in tables for token in tokens),
@@ -566,6 +573,8 @@ async def run(args: argparse.Namespace) -> None:
         print(cpu_per_ack(cpu.get("server", 0.0), stats, duration))
         print(server_lag_line(server_lag))
         print(lag_line(lags))
+        if stages:
+            print("\n".join(await stage_lines(stages)))
         if args.reviews:  # the same tables again, with reviews running in the bot pool at low priority
             stats, clock, done, lag_reviews = Stats(), Clock(args.warmup, duration), Counter[str](), {}
             await asyncio.gather(
@@ -632,6 +641,20 @@ signal.signal(signal.SIGUSR2, stop)  # and when it closes
 sys.argv = sys.argv[2:]
 runpy.run_module("cardtable", run_name="__main__")
 """
+
+
+ACK_STAGES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ack_stages.py")
+"""The server's program with ``--stages``: ``cardtable`` with each action timed stage by stage (``ack_stages.py``)."""
+
+
+async def stage_lines(path: str) -> list[str]:
+    """The stage figures the server wrote at the window's close (SIGUSR2), once the file is there (at most 10 s)."""
+    for _ in range(100):
+        if os.path.exists(path):
+            await asyncio.sleep(0.2)  # written in one go, but let it finish
+            return summary_of_stages(path)
+        await asyncio.sleep(0.1)
+    return [f"ack stages: {path} was not written"]
 
 
 def profiled(folder: str | None, name: str) -> list[str]:
@@ -980,6 +1003,9 @@ def main() -> None:
     parser.add_argument("--failover", action="store_true", help="with --processes: also SIGKILL one mid-run")
     parser.add_argument("--profile", default=None, metavar="FOLDER",
                         help="run each server under cProfile, writing FOLDER/NAME.prof (read with pstats)")
+    parser.add_argument("--stages", default=None, metavar="FOLDER",
+                        help="one process: time each acknowledged action stage by stage inside the server "
+                             "(ack_stages.py), written to FOLDER/server.stages.json and summed up after the run")
     parser.add_argument("--logs", default=None, metavar="FOLDER",
                         help="with --processes: write each server's output to FOLDER/NAME.log")
     parser.add_argument("--sample", default=None, metavar="FOLDER",
@@ -991,6 +1017,8 @@ def main() -> None:
     parser.add_argument("--only", choices=["sqlite", "pg", "cluster"], default=None,
                         help="with --processes: run only this configuration")
     args = parser.parse_args()
+    if args.stages and (args.processes > 1 or args.profile):
+        raise SystemExit("--stages: one process, without --profile")
     if args.processes > 1:
         import contextlib
 
