@@ -576,11 +576,13 @@ async def run(args: argparse.Namespace) -> None:
         if stages:
             print("\n".join(await stage_lines(stages)))
         if args.reviews:  # the same tables again, with reviews running in the bot pool at low priority
-            stats, clock, done, lag_reviews = Stats(), Clock(args.warmup, duration), Counter[str](), {}
+            stats, clock, done = Stats(), Clock(args.warmup, duration), Counter[str]()
+            lag_reviews: dict[str, float] = {}
+            cpu_reviews: dict[str, float] = {}
             await asyncio.gather(
                 keep_reviews(f"http://127.0.0.1:{port}", review_ids, args.reviews, clock, done),
                 measure_server_lag(port, clock, lag_reviews),
-                measure_cpu({"server": server.pid}, clock, cpu_reviews := {}),
+                measure_cpu({"server": server.pid}, clock, cpu_reviews),
                 *(table_client(port, tid, token, args.rate, clock, stats, random.Random(rng.random()))
                   for tid, tokens in tables for token in tokens))
             with_reviews = summary(f"cardtable server, {args.reviews} reviews running", stats, duration)
