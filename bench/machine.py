@@ -111,3 +111,44 @@ def cpu_wait_seconds(pid: int) -> float:
             return int(f.read().split()[1]) / 1e9
     except (OSError, ValueError, IndexError):
         return 0.0
+
+
+HOST_KINDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+"""The first fields of ``/proc/stat``'s ``cpu`` line, in order."""
+
+
+def host_ticks() -> dict[str, int]:
+    """The whole machine's CPU time so far by kind (:data:`HOST_KINDS`), in clock ticks, plus ``ksoftirqd``: the CPU
+    time of the kernel's ``ksoftirqd`` threads (network packets and other soft interrupts handled late, in a thread of
+    their own, instead of at once). ``steal`` is time the hypervisor gave to something else while a virtual CPU of
+    this machine wanted to run. Empty if the kernel does not say."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()[1 : 1 + len(HOST_KINDS)]
+        ticks = dict(zip(HOST_KINDS, (int(v) for v in fields), strict=False))
+    except (OSError, ValueError):
+        return {}
+    ksoftirqd = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                with open(f"/proc/{entry}/comm") as f:
+                    if not f.read().startswith("ksoftirqd/"):
+                        continue
+                stat = _stat(int(entry))
+                ksoftirqd += int(stat[11]) + int(stat[12])
+    ticks["ksoftirqd"] = ksoftirqd
+    return ticks
+
+
+def host_line(before: dict[str, int], after: dict[str, int], seconds: float) -> str:
+    """One line on the machine between two :func:`host_ticks`: the shares of its CPU time spent in soft interrupts
+    and stolen by the hypervisor, and the cores the ``ksoftirqd`` threads used (latency a process's own loop cannot
+    see: a packet waiting for ``ksoftirqd`` waits while every event loop is idle)."""
+    if not before or not after:
+        return "machine: /proc/stat not readable"
+    total = sum(after[k] - before[k] for k in HOST_KINDS if k in after) or 1
+    share = {k: 100.0 * (after[k] - before[k]) / total for k in ("softirq", "steal", "irq")}
+    cores = (after["ksoftirqd"] - before["ksoftirqd"]) / os.sysconf("SC_CLK_TCK") / seconds
+    return (f"machine over the window: softirq {share['softirq']:.1f}%, irq {share['irq']:.1f}%, steal "
+            f"{share['steal']:.1f}% of its CPU time; ksoftirqd threads {cores:.3f} cores")

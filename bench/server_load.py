@@ -7,7 +7,8 @@ phase), an action picked at random from the ``legal`` of its latest update, and 
 another process, same rate and message size) as the baseline, then a durable echo server (the same, each message
 stored through the table server's own ``Store`` before it is answered: the price of durability by itself). Prints
 actions/s, ack latency p50/p99, the server's own event-loop lag over the window (its ``GET /api/loop-lag``, on at
-10 ms here) and the ratios of the p99s (server/echo, durable echo/echo, server/durable echo). Figures and what makes
+10 ms here), the machine's soft interrupts, steal and ``ksoftirqd`` over each window (``machine.host_line``) and
+the ratios of the p99s (server/echo, durable echo/echo, server/durable echo). Figures and what makes
 the server's tail: ``docs/deploy.md``, "The server's tail".
 
 The clients run in this one process on picows (a WebSocket library in Cython), each a listener with a timer rather
@@ -75,7 +76,7 @@ from cardtable.server.core.loop_lag import LagHistogram
 from cardtable.server.edge.app import GC_THRESHOLDS
 from cardtable.server.storage.rows import SeatRow, TableRow
 from cardtable.server.storage.store import Store
-from machine import cpu_seconds, cpu_speed_ms, free_port, parent_pid, stop
+from machine import cpu_seconds, cpu_speed_ms, free_port, host_line, host_ticks, parent_pid, stop
 
 ECHO_SERVER = """
 import asyncio, sys, websockets
@@ -155,6 +156,15 @@ def sample_stacks(pid: int, out: str, seconds: float) -> subprocess.Popen[bytes]
                              "--format", "raw", "--gil", "--nonblocking", "--output", out],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
+
+
+async def measure_host(clock: Clock, out: list[str]) -> None:
+    """Append to ``out`` the machine's line over the measuring window (:func:`machine.host_line`: soft interrupts,
+    the hypervisor's steal, the ``ksoftirqd`` threads), where waits that no event loop sees show."""
+    await asyncio.sleep(max(0.0, clock.start - time.monotonic()))
+    before = host_ticks()
+    await asyncio.sleep(max(0.0, clock.end - time.monotonic()))
+    out.append(host_line(before, host_ticks(), clock.end - clock.start))
 
 
 async def loop_lag(clock: Clock, out: list[float], every: float = 0.005) -> None:
@@ -561,9 +571,11 @@ async def run(args: argparse.Namespace) -> None:
         cpu: dict[str, float] = {}
         lags: list[float] = []
         server_lag: dict[str, float] = {}
+        host: list[str] = []
         await asyncio.gather(
             measure_cpu({"server": server.pid, "clients": os.getpid()}, clock, cpu, bool(args.profile or stages)),
             loop_lag(clock, lags), measure_server_lag(port, clock, server_lag), quiet_collector(clock),
+            measure_host(clock, host),
             *(table_client(port, tid, token, args.rate, clock, stats, random.Random(rng.random()))
               for tid, tokens in tables for token in tokens),
         )
@@ -573,6 +585,7 @@ async def run(args: argparse.Namespace) -> None:
         print(cpu_per_ack(cpu.get("server", 0.0), stats, duration))
         print(server_lag_line(server_lag))
         print(lag_line(lags))
+        print("\n".join(host))
         if stages:
             print("\n".join(await stage_lines(stages)))
         if args.reviews:  # the same tables again, with reviews running in the bot pool at low priority
@@ -597,14 +610,16 @@ async def run(args: argparse.Namespace) -> None:
             clock = Clock(args.warmup, duration)
             lags = []
             cpu = {}
+            host = []
             await asyncio.gather(
-                loop_lag(clock, lags), quiet_collector(clock),
+                loop_lag(clock, lags), quiet_collector(clock), measure_host(clock, host),
                 measure_cpu({"echo": (echo if echo_at == echo_port else durable).pid}, clock, cpu),
                 *(echo_client(echo_at, args.rate, args.echo_size, clock, echo_stats, random.Random(rng.random()))
                   for _ in range(tables_n * 4)))
             echoes[name] = summary(name, echo_stats, duration)
             print(f"   its CPU {cpu.get('echo', 0):.2f} cores; {lag_line(lags)}; "
                   f"load average {os.getloadavg()[0]:.1f}")
+            print("   " + "\n".join(host))
         bare, durable_p99 = (figures["p99"] for figures in echoes.values())
         lag_p99 = server_lag.get("p99", float("nan"))
         print(f"p99 ratio server/echo: {server_figures['p99'] / bare:.2f} (target <= 2); durable echo/echo: "

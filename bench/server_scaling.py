@@ -46,6 +46,7 @@ from server_load import (
     flush_redis,
     loop_lag,
     measure_cpu,
+    measure_host,
     open_round_robin,
     quiet_collector,
     run_loop,
@@ -198,8 +199,11 @@ async def run_count(args: argparse.Namespace, db: str, redis: str, processes: in
             db, redis
         )
         pids |= {f"clients{g + 1}": proc.pid for g, proc in enumerate(procs)}
-        outputs, _ = await asyncio.gather(
-            asyncio.gather(*(proc.communicate() for proc in procs)), measure_cpu(pids, clock, cpu)
+        host: list[str] = []
+        outputs, _, _ = await asyncio.gather(
+            asyncio.gather(*(proc.communicate() for proc in procs)),
+            measure_cpu(pids, clock, cpu),
+            measure_host(clock, host),
         )
         if any(proc.returncode for proc in procs):
             raise SystemExit(f"a load generator failed (exit {[proc.returncode for proc in procs]})")
@@ -222,6 +226,7 @@ async def run_count(args: argparse.Namespace, db: str, redis: str, processes: in
             f"{max(float(r['lag_p99']) for r in results):.1f} ms"
         )
         print(cpu_per_ack(server_cores, both, duration, sum(cpu.get(n, 0.0) for n in SERVICES)))
+        print("\n".join(host))
         if direct.acks and relayed.acks:
             d = summary("   direct connections", direct, duration)
             r = summary("   relayed connections", relayed, duration)
