@@ -62,16 +62,40 @@ def send(page: Page, reaction: str) -> None:
 
 
 def bubble(page: Page, seat: int, reaction: str) -> Any:
-    return page.locator(f".reactbubble[data-seat='{seat}'][data-reaction='{reaction}']")
+    return page.locator(bubble_selector(seat, reaction))
+
+
+def boxes(page: Page, *selectors: str) -> list[dict[str, float]]:
+    """The box (x, y, width, height in CSS pixels, from the window's corner) of the first element of each selector,
+    all read in one task of the page, once every one is shown (up to 5 s). Read one after the other, two boxes could
+    come from two renderings: the table redraws its board at every update, and a box read from an element just
+    replaced is none."""
+    found = page.wait_for_function(
+        """selectors => {
+            const out = [];
+            for (const selector of selectors) {
+                const el = document.querySelector(selector);
+                const r = el && el.getBoundingClientRect();
+                if (!r || !r.width || !r.height) return null;
+                out.push({ x: r.x, y: r.y, width: r.width, height: r.height });
+            }
+            return out;
+        }""",
+        arg=list(selectors),
+        timeout=5000,
+    )
+    result: list[dict[str, float]] = found.json_value()
+    return result
+
+
+def bubble_selector(seat: int, reaction: str) -> str:
+    return f".reactbubble[data-seat='{seat}'][data-reaction='{reaction}']"
 
 
 def by_the_seat(page: Page, seat: int, reaction: str) -> None:
     """The bubble shows, in the window, level with seat's name and to the right of it (or over its end)."""
-    shown = bubble(page, seat, reaction)
-    expect(shown).to_be_visible(timeout=5000)
-    b = shown.bounding_box()
-    name = page.locator(f".aseat[data-seat='{seat}'] > header strong").bounding_box()
-    assert b and name
+    expect(bubble(page, seat, reaction)).to_be_visible(timeout=5000)
+    b, name = boxes(page, bubble_selector(seat, reaction), f".aseat[data-seat='{seat}'] > header strong")
     middle = b["y"] + b["height"] / 2
     assert name["y"] - 4 <= middle <= name["y"] + name["height"] + 4, (b, name)
     width = page.viewport_size["width"] if page.viewport_size else 0
@@ -260,10 +284,9 @@ def test_a_nerts_reaction_shows_by_the_layouts_name(browser: Browser, server: st
             (ana, "section.layout[data-seats='1'] .lhead", "1280x720"),
             (bo, ".layout.mine .lhead", "390x844"),
         ):
-            shown = bubble(page, 1, "hello")
-            expect(shown).to_be_visible(timeout=5000)
-            b, head = shown.bounding_box(), page.locator(name).bounding_box()
-            assert b and head and head["y"] - 4 <= b["y"] + b["height"] / 2 <= head["y"] + head["height"] + 4
+            expect(bubble(page, 1, "hello")).to_be_visible(timeout=5000)
+            b, head = boxes(page, bubble_selector(1, "hello"), name)
+            assert head["y"] - 4 <= b["y"] + b["height"] / 2 <= head["y"] + head["height"] + 4, (b, head)
             page.screenshot(path=str(SHOTS / f"nerts-en-{size}.png"))
         assert errors == []
     finally:
