@@ -32,7 +32,9 @@ import random
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from machine import cpu_speed_ms, free_port, stop
 from server_load import (
@@ -48,6 +50,7 @@ from server_load import (
     measure_cpu,
     measure_host,
     open_round_robin,
+    p99,
     quiet_collector,
     run_loop,
     service_pids,
@@ -74,11 +77,10 @@ class Share:
     seed: int
 
 
-async def generate(share: Share) -> dict[str, object]:
+async def generate(share: Share) -> dict[str, Any]:
     """Drive every seat of ``share`` until the window's end; the latencies (ms) of the acks and rejects sent in
     the window, split into direct and relayed connections, and the counts."""
-    clock = Clock(0.0, 0.0)
-    clock.start, clock.end = share.start, share.end
+    clock = Clock.between(share.start, share.end)
     direct, relayed = Stats(), Stats()
     owner_port = {tid: port for tid, _, port in share.tables}
     acked: dict[str, Ack] = {}
@@ -108,21 +110,16 @@ async def generate(share: Share) -> dict[str, object]:
     await asyncio.gather(loop_lag(clock, lags), quiet_collector(clock), *clients)
     lags.sort()
     return {
-        name: {
-            "acks": s.acks,
-            "rejects": s.rejects,
-            "errors": s.errors,
-            "updates": s.updates,
-            "error_codes": dict(s.error_codes),
-        }
-        for name, s in (("direct", direct), ("relayed", relayed))
-    } | {"lag_p99": lags[min(len(lags) - 1, int(len(lags) * 0.99))] if lags else float("nan")}
+        "direct": asdict(direct),
+        "relayed": asdict(relayed),
+        "lag_p99": p99(lags) if lags else float("nan"),
+    }
 
 
 def generator_main() -> None:
     """``--generate``: read a :class:`Share` as JSON on stdin, drive it, write the figures as JSON on stdout."""
     share = Share(**json.load(sys.stdin))
-    result: dict[str, object] = {}
+    result: dict[str, Any] = {}
 
     async def main() -> None:
         result.update(await generate(share))
@@ -131,18 +128,10 @@ def generator_main() -> None:
     json.dump(result, sys.stdout)
 
 
-def merged(results: list[dict[str, object]], name: str) -> Stats:
+def merged(results: list[dict[str, Any]], name: str) -> Stats:
     """The ``name`` ("direct" or "relayed") figures of every generator as one :class:`Stats`."""
-    stats = Stats()
-    for result in results:
-        part = result[name]
-        assert isinstance(part, dict)
-        stats.acks += part["acks"]
-        stats.rejects += part["rejects"]
-        stats.errors += part["errors"]
-        stats.updates += part["updates"]
-        stats.error_codes.update(part["error_codes"])
-    return stats
+    parts = (result[name] for result in results)
+    return sum((Stats(**{**part, "error_codes": Counter(part["error_codes"])}) for part in parts), Stats())
 
 
 async def run_count(args: argparse.Namespace, db: str, redis: str, processes: int) -> dict[str, float]:
@@ -169,8 +158,7 @@ async def run_count(args: argparse.Namespace, db: str, redis: str, processes: in
         )
         # every seat connected (about 2,000 a second) before the window opens
         start = time.monotonic() + args.warmup + 2.0 + seats / 2000.0
-        clock = Clock(0.0, 0.0)
-        clock.start, clock.end = start, start + duration
+        clock = Clock.between(start, start + duration)
         per = -(-len(tables) // generators)
         procs = []
         for g in range(generators):
@@ -209,13 +197,7 @@ async def run_count(args: argparse.Namespace, db: str, redis: str, processes: in
             raise SystemExit(f"a load generator failed (exit {[proc.returncode for proc in procs]})")
         results = [json.loads(out) for out, _ in outputs]
         direct, relayed = merged(results, "direct"), merged(results, "relayed")
-        both = Stats(
-            acks=direct.acks + relayed.acks,
-            rejects=direct.rejects + relayed.rejects,
-            errors=direct.errors + relayed.errors,
-            updates=direct.updates + relayed.updates,
-            error_codes=direct.error_codes + relayed.error_codes,
-        )
+        both = direct + relayed
         figures = summary(f"{processes} process{'es' if processes > 1 else ''}", both, duration)
         server_cores = sum(c for n, c in cpu.items() if n.startswith("server"))
         print(
