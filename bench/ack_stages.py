@@ -13,8 +13,9 @@ It runs ``cardtable`` unchanged, with a few of the table's methods wrapped (in t
 - ``storing``: the batch's actions are handed to the group commit (``Store.insert_actions``): the engine;
 - ``committed``: the commit's future is done (its done-callback runs): the group commit;
 - ``ack queued``: the owner queues its ``ack`` (``Connection.send_message``): the owner's wake-up after the commit;
-- ``ack taken``: the connection's writer takes it from the outbox (``Outbox.get``/``get_nowait``), just before
-  the write to the socket: the writer's wake-up.
+- ``ack taken``: it is written to the socket in the owner's step (``Outbox.flush``) or right after it, or, when
+  the socket could not take it then, the connection's writer takes it from the outbox (``Outbox.get``/
+  ``get_nowait``) just before its write: the rest of the owner's step, or the writer's wake-up.
 
 SIGUSR1 starts recording (the measuring window opens), SIGUSR2 writes ``OUT.json``: per stage, the ms each action
 spent from the stage before (a list), and the total from ``submitted`` to ``ack taken``. :func:`summary` reads
@@ -52,10 +53,11 @@ def install(out: str) -> None:
         owner.Table._apply_batch,
         Store.insert_actions,
     )
-    send_message, get, get_nowait = (
+    send_message, get, get_nowait, flush = (
         connections.Connection.send_message,
         connections.Outbox.get,
         connections.Outbox.get_nowait,
+        connections.Outbox.flush,
     )
 
     def mark(key: tuple[int, int], stage: int) -> None:
@@ -117,12 +119,20 @@ def install(out: str) -> None:
         taken(self, text)
         return text
 
+    def timed_flush(self: Any) -> None:
+        pending = list(self._items) if self._waiter is not None else []
+        flush(self)
+        if pending and not self._items:  # written at once (else the writer takes them)
+            for text in pending:
+                taken(self, text)
+
     owner.Table.submit_action = timed_submit  # type: ignore[method-assign]
     owner.Table._apply_batch = timed_apply  # type: ignore[method-assign]
     Store.insert_actions = timed_insert  # type: ignore[method-assign]
     connections.Connection.send_message = timed_send  # type: ignore[method-assign]
     connections.Outbox.get = timed_get  # type: ignore[method-assign]
     connections.Outbox.get_nowait = timed_get_nowait  # type: ignore[method-assign]
+    connections.Outbox.flush = timed_flush  # type: ignore[method-assign]
 
     def start(*_: Any) -> None:
         nonlocal recording

@@ -1,7 +1,9 @@
 """The WebSocket protocol of ``cardtable serve`` (``server/edge/ws_protocol.py``): uvicorn's, with a burst send offered in
 the ASGI scope. Run on the real uvicorn configuration in this process, with real clients (the ``websockets``
 library, with and without compression): a burst reaches the client as the same messages in the same order, in one
-write to the socket; a table's messages arrive as before; a burst after the close or the client's going is refused."""
+write to the socket; a table's messages arrive as before; a burst after the close or the client's going is refused.
+The write at once (``write_texts_now``) writes a burst in one write while the socket takes it, and refuses, writing
+nothing, while its buffer is full and after the close; what it wrote and what was sent after arrive in order."""
 
 from __future__ import annotations
 
@@ -14,11 +16,14 @@ from typing import Any
 
 import httpx
 import pytest
+from websockets.client import ClientProtocol
 from websockets.exceptions import ConnectionClosedOK
+from websockets.frames import Frame, Opcode
 from websockets.sync.client import connect
+from websockets.uri import parse_uri
 
 from cardtable.server.core.settings import Settings
-from cardtable.server.core.socket_extension import EXTENSION, burst_sender
+from cardtable.server.core.socket_extension import EXTENSION, burst_sender, direct_writer
 from cardtable.server.edge.app import create_app
 from polling import wait_for
 from services import serve_in_thread
@@ -115,6 +120,63 @@ def test_a_burst_is_the_same_messages_in_order_in_one_write(recorder: tuple[Reco
     assert app.errors == ["send_texts: the WebSocket is not open for messages"]
 
 
+def test_a_write_at_once_is_refused_while_the_buffer_is_full_and_after_the_close() -> None:
+    big = "x" * 16_000
+    done = threading.Event()
+    seen: dict[str, Any] = {}
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await lifespan(receive, send)
+            return
+        await receive()
+        await send({"type": "websocket.accept"})
+        offer = scope["extensions"][EXTENSION]
+        write_now, send_texts = offer["write_texts_now"], offer["send_texts"]
+        protocol = write_now.__self__
+        counting = protocol.transport = Counting(protocol.transport)
+        seen["burst"] = write_now(BURST)
+        seen["burst writes"] = counting.writes
+        written = 0
+        while written < 10_000 and write_now([f"{written}:{big}"]):  # the client reads nothing yet
+            written += 1
+        seen["written"], seen["writable"] = written, protocol.writable.is_set()
+        await send_texts(["after"])  # waits until the client has read enough
+        await receive()
+        await send({"type": "websocket.close", "code": 1000})
+        seen["after the close"] = write_now(["too late"])
+        done.set()
+
+    port = free_port()
+    running, thread = serve_in_thread(app, port)
+    client = ClientProtocol(parse_uri(f"ws://127.0.0.1:{port}/"), max_size=None)
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a client that does not read fills this at once
+    try:
+        sock.connect(("127.0.0.1", port))
+        client.send_request(client.connect())
+        sock.sendall(b"".join(client.data_to_send()))
+        wait_for(lambda: "written" in seen, 10, "the buffer to fill", every=0.02)
+        assert seen["burst"] is True and seen["burst writes"] == 1
+        assert 0 < seen["written"] < 10_000 and seen["writable"] is False
+        expected = [*BURST, *(f"{i}:{big}" for i in range(seen["written"])), "after"]
+        texts: list[str] = []
+        sock.settimeout(10)
+        while len(texts) < len(expected):
+            client.receive_data(sock.recv(1 << 16))
+            texts.extend(frame.data.decode() for frame in client.events_received()
+                         if isinstance(frame, Frame) and frame.opcode is Opcode.TEXT)
+        assert texts == expected
+        client.send_text(b"close, please")
+        sock.sendall(b"".join(client.data_to_send()))
+        assert done.wait(10)
+        assert seen["after the close"] is False
+    finally:
+        sock.close()
+        running.should_exit = True
+        thread.join(10)
+
+
 def test_a_burst_to_a_client_gone_is_refused() -> None:
     gone = threading.Event()
     outcome: list[str] = []
@@ -198,3 +260,5 @@ def test_other_sockets_have_no_burst_send() -> None:
 
     assert burst_sender(OwnerSide()) is None
     assert burst_sender(Plain()) is None
+    assert direct_writer(OwnerSide()) is None
+    assert direct_writer(Plain()) is None

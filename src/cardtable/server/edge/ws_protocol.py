@@ -6,9 +6,11 @@ socket at once: one system call, and one pass through Starlette's and uvicorn's 
 (``uvicorn.Config(ws=BurstWebSockets)``, :func:`cardtable.server.edge.app.uvicorn_config`) is uvicorn's own
 (websockets' sans-I/O protocol) with one more ASGI extension in the connection's scope, :data:`EXTENSION`:
 ``scope["extensions"]["cardtable.send_texts"]["send_texts"]`` is a coroutine function that frames each text as one
-text message (the negotiated extensions, such as compression, apply to each as usual) and writes them all at once.
-The messages a client receives are the same, in the same order; ``server/edge/ws.py`` uses it when the scope has it and
-sends one message at a time otherwise (another server, a relayed connection).
+text message (the negotiated extensions, such as compression, apply to each as usual) and writes them all at once;
+``write_texts_now`` does the same at once, without waiting, when the connection can take it (else it answers
+``False`` and writes nothing), so that a table's owner writes an ``ack`` in the step that made it. The messages a
+client receives are the same, in the same order; ``server/table/connections.py`` uses them when the scope has them
+and sends one message at a time otherwise (another server, a relayed connection).
 
 It also holds each connection to its limits below the messages (``docs/protocol.md``, "Limits"):
 
@@ -198,7 +200,8 @@ class BurstWebSockets(WebSocketsSansIOProtocol):
         super().handle_connect(event)
         scope: Any = getattr(self, "scope", None)  # only made for a handshake that is going on
         if scope is not None:
-            scope["extensions"][EXTENSION] = {"send_texts": self.send_texts, "budget": self.budget}
+            scope["extensions"][EXTENSION] = {"send_texts": self.send_texts, "write_texts_now": self.write_texts_now,
+                                              "budget": self.budget}
 
     def connection_lost(self, exc: Exception | None) -> None:
         """As uvicorn does, then take the offer out of the scope: it holds this protocol, which holds the scope, a
@@ -220,6 +223,23 @@ class BurstWebSockets(WebSocketsSansIOProtocol):
             raise ClientDisconnected()
         if not self.handshake_complete or self.close_sent or self.initial_response is not None:
             raise RuntimeError("send_texts: the WebSocket is not open for messages")
+        self._write_texts(texts)
+
+    def write_texts_now(self, texts: Sequence[str]) -> bool:
+        """Send ``texts`` as :meth:`send_texts` does, at once, without waiting for anything: ``True`` once written;
+        ``False``, and nothing written, when :meth:`send_texts` would wait or fail (the write buffer full, the client
+        gone, the WebSocket not open for messages). Lets a table's owner write its acks and updates in the step
+        that made them (``server/table/connections.py``, ``Outbox.flush``)."""
+        if (not self.writable.is_set() or self.disconnected or not self.handshake_complete or self.close_sent
+                or self.initial_response is not None):
+            return False
+        try:
+            self._write_texts(texts)
+        except ClientDisconnected:
+            return False
+        return True
+
+    def _write_texts(self, texts: Sequence[str]) -> None:
         try:
             for text in texts:
                 self.conn.send_text(text.encode())

@@ -79,6 +79,13 @@ class Audience:
         if self.spectators and None in texts:
             self._send_spectators(texts[None])
 
+    def flush_seats(self) -> None:
+        """Write what the seats' connections have queued, now (``Outbox.flush``): the owner calls it once a step has
+        queued its acks and updates, so that they leave in that step, each connection's in one write."""
+        for seat in self.seats:
+            for connection in seat.connections:
+                connection.outbox.flush()
+
     def _send_spectators(self, text: str) -> None:
         """Queue ``text`` for every spectator, off the owner's path: the spectators present now get it in a callback
         right after the owner's current step, so a seat's ack and updates never wait behind a large audience

@@ -7,12 +7,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from typing import Any
+from typing import Any, cast
 
 from starlette.websockets import WebSocket
 
 from cardtable.server.core import messages
-from cardtable.server.core.socket_extension import burst_sender
+from cardtable.server.core.socket_extension import WriteTextsNow, burst_sender, direct_writer
 
 DEFAULT_MAX_OUTBOX = 500
 """Messages waiting for a slow connection before it is dropped (``Settings.max_outbox``)."""
@@ -25,13 +25,23 @@ class Outbox:
 
     Same interface as the queue's part in use: :meth:`put_nowait`, :meth:`get`, :meth:`get_nowait`
     (``asyncio.QueueEmpty`` when empty), :meth:`qsize`, :meth:`empty`.
+
+    With a :attr:`direct` writer (the connection's ``write_texts_now``, ``server/edge/ws_protocol.py``), texts
+    queued while the reader waits are not handed to it: they are written by :meth:`flush`, which a table's owner
+    calls once it has queued everything of a step (so an ``ack`` leaves in the step that made it, with its
+    updates, in one write), and which a callback runs right after the current step otherwise. What the direct
+    writer cannot take now (the socket's buffer full, the connection closing) and a close go to the reader as
+    before, so the messages keep their order.
     """
 
-    __slots__ = ("_items", "_waiter")
+    __slots__ = ("_flush_soon", "_items", "_waiter", "direct")
 
     def __init__(self) -> None:
         self._items: deque[str | None] = deque()
         self._waiter: asyncio.Future[None] | None = None
+        self._flush_soon = False
+        self.direct: WriteTextsNow | None = None
+        """Writes texts at once when the connection can take them (``True``), else nothing (``False``)."""
 
     def qsize(self) -> int:
         """Messages waiting."""
@@ -42,8 +52,37 @@ class Outbox:
         return not self._items
 
     def put_nowait(self, item: str | None) -> None:
-        """Queue ``item`` and wake the reader."""
+        """Queue ``item``; wake the reader, or, when it waits and a :attr:`direct` writer is set, have
+        :meth:`flush` write it right after the current step (unless the owner flushes first)."""
         self._items.append(item)
+        waiter = self._waiter
+        if waiter is None:
+            return
+        if item is not None and self.direct is not None:
+            if not self._flush_soon:
+                self._flush_soon = True
+                waiter.get_loop().call_soon(self.flush)
+            return
+        self._wake()
+
+    def flush(self) -> None:
+        """Write what waits through the :attr:`direct` writer, in one write, if the reader is waiting (so that no
+        write of its own is under way); if the writer cannot take it, or a close waits, wake the reader instead."""
+        self._flush_soon = False
+        if self._waiter is None or not self._items:
+            return
+        direct = self.direct
+        if direct is not None and None not in self._items:
+            try:
+                written = direct(cast("deque[str]", self._items))
+            except Exception:  # the reader meets it again and ends: the table's owner never fails on a connection
+                written = False
+            if written:
+                self._items.clear()
+                return
+        self._wake()
+
+    def _wake(self) -> None:
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
@@ -120,6 +159,7 @@ async def write_outbox(websocket: WebSocket, connection: Connection) -> None:
     outbox = connection.outbox
     send_texts = burst_sender(websocket)
     send_text = websocket.send_text
+    outbox.direct = direct_writer(websocket)
     with contextlib.suppress(Exception):
         while True:
             text = await outbox.get()

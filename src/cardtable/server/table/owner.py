@@ -356,6 +356,7 @@ class Table(Audience, Presence, Driving, HandOver, TurnClock, Ending):
             if version not in texts and self.state is not None:
                 texts[version] = self._updates(self.state, events, version)
             self._send_by_seat(texts[version])
+        self.flush_seats()
         if accepted:
             if self.state is not None and self.state.is_over:
                 await self._end_hand()
