@@ -47,10 +47,15 @@ async def waiting_reader(outbox: Outbox) -> asyncio.Task[list[str | None]]:
     return reader
 
 
-async def test_texts_queued_while_the_reader_waits_are_written_at_the_flush_in_one_write() -> None:
+async def outbox_with_a_waiting_reader() -> tuple[Outbox, Direct, asyncio.Task[list[str | None]]]:
+    """An outbox with a :class:`Direct` writer and a reader waiting on it (:func:`waiting_reader`)."""
     outbox, direct = Outbox(), Direct()
     outbox.direct = direct
-    reader = await waiting_reader(outbox)
+    return outbox, direct, await waiting_reader(outbox)
+
+
+async def test_texts_queued_while_the_reader_waits_are_written_at_the_flush_in_one_write() -> None:
+    outbox, direct, reader = await outbox_with_a_waiting_reader()
     outbox.put_nowait("ack")
     outbox.put_nowait("update")
     assert direct.writes == [] and outbox.qsize() == 2  # nothing written before the flush
@@ -64,9 +69,7 @@ async def test_texts_queued_while_the_reader_waits_are_written_at_the_flush_in_o
 
 
 async def test_without_a_flush_the_texts_are_written_right_after_the_step() -> None:
-    outbox, direct = Outbox(), Direct()
-    outbox.direct = direct
-    reader = await waiting_reader(outbox)
+    outbox, direct, reader = await outbox_with_a_waiting_reader()
     outbox.put_nowait("pong")
     outbox.put_nowait("error")
     await asyncio.sleep(0)
@@ -77,9 +80,7 @@ async def test_without_a_flush_the_texts_are_written_right_after_the_step() -> N
 
 async def test_what_the_direct_writer_cannot_take_goes_to_the_reader_in_order() -> None:
     for answer in (False, None):  # refused (the socket's buffer full), failed
-        outbox, direct = Outbox(), Direct()
-        outbox.direct = direct
-        reader = await waiting_reader(outbox)
+        outbox, direct, reader = await outbox_with_a_waiting_reader()
         direct.answer = answer
         outbox.put_nowait("one")
         outbox.put_nowait("two")
@@ -91,9 +92,7 @@ async def test_what_the_direct_writer_cannot_take_goes_to_the_reader_in_order() 
 
 
 async def test_a_close_goes_to_the_reader_after_what_was_queued() -> None:
-    outbox, direct = Outbox(), Direct()
-    outbox.direct = direct
-    reader = await waiting_reader(outbox)
+    outbox, direct, reader = await outbox_with_a_waiting_reader()
     outbox.put_nowait("goodbye")
     outbox.put_nowait(None)
     outbox.flush()

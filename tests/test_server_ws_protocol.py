@@ -58,12 +58,8 @@ class Recorder:
         self.offered = threading.Event()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            await lifespan(receive, send)
+        if not await accepted(scope, receive, send):
             return
-        assert scope["type"] == "websocket"
-        await receive()  # websocket.connect
-        await send({"type": "websocket.accept"})
         send_texts = scope["extensions"][EXTENSION]["send_texts"]
         self.offered.set()
         protocol = send_texts.__self__
@@ -77,6 +73,17 @@ class Recorder:
                 await send_texts(["after the close"])
             except RuntimeError as error:
                 self.errors.append(str(error))
+
+
+async def accepted(scope: dict[str, Any], receive: Any, send: Any) -> bool:
+    """Serve the lifespan (``False``), or take the WebSocket's connect and accept it (``True``)."""
+    if scope["type"] == "lifespan":
+        await lifespan(receive, send)
+        return False
+    assert scope["type"] == "websocket"
+    await receive()  # websocket.connect
+    await send({"type": "websocket.accept"})
+    return True
 
 
 async def lifespan(receive: Any, send: Any) -> None:
@@ -126,11 +133,8 @@ def test_a_write_at_once_is_refused_while_the_buffer_is_full_and_after_the_close
     seen: dict[str, Any] = {}
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            await lifespan(receive, send)
+        if not await accepted(scope, receive, send):
             return
-        await receive()
-        await send({"type": "websocket.accept"})
         offer = scope["extensions"][EXTENSION]
         write_now, send_texts = offer["write_texts_now"], offer["send_texts"]
         protocol = write_now.__self__
@@ -182,11 +186,8 @@ def test_a_burst_to_a_client_gone_is_refused() -> None:
     outcome: list[str] = []
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            await lifespan(receive, send)
+        if not await accepted(scope, receive, send):
             return
-        await receive()
-        await send({"type": "websocket.accept"})
         send_texts = scope["extensions"][EXTENSION]["send_texts"]
         assert (await receive())["type"] == "websocket.disconnect"
         assert EXTENSION not in scope["extensions"]  # taken out when the connection was lost: no cycle is left
