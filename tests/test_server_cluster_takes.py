@@ -1,6 +1,7 @@
 """Taking tables over (``server/cluster/ownership.py``: ``take``, ``take_many``, ``sweep``, ``locate``), in one process on a
 real PostgreSQL and Redis: the sweep takes free tables in chunks and notes when a missed lease expires, a
-connection to a table being taken here waits for that take (it is never told the table does not exist), one to a
+connection to a table being taken here waits for that take (it is never told the table does not exist), a table
+dropped while its take finishes is not handed out, one to a
 table whose owner missed a renewal waits for its lease to expire and is served here (not relayed to the dead
 owner), and a table that is not live is not found."""
 
@@ -111,6 +112,28 @@ async def test_only_a_table_that_is_not_live_is_not_found(url: str, redis_url: s
         finally:
             await redis.aclose()
         assert await cluster.locate(other) == "elsewhere-1"
+    finally:
+        await close(store, cluster, manager)
+
+
+async def test_a_table_dropped_while_its_take_finishes_is_not_handed_out(
+        url: str, redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    table_id, other = await stored_tables(url, 2, SETTINGS, seeded=True)
+    store, cluster, manager = await one_process(url, redis_url)
+    restore = cluster_module.restore_seat_accounts
+
+    async def dropped_meanwhile(store: Store, tables: dict[str, Table]) -> None:
+        await restore(store, tables)
+        await cluster.drop(tables[table_id])  # its first write failed while the take was finishing
+
+    monkeypatch.setattr(cluster_module, "restore_seat_accounts", dropped_meanwhile)
+    try:
+        taken = await cluster.take_many([table_id, other])
+        assert list(taken) == [other] and taken[other] is manager.tables[other]
+        assert table_id not in manager.tables and table_id not in cluster.owned
+        monkeypatch.setattr(cluster_module, "restore_seat_accounts", restore)
+        table = await cluster.take(table_id)  # its lease was released: taken again, and live
+        assert table is not None and manager.tables[table_id] is table
     finally:
         await close(store, cluster, manager)
 

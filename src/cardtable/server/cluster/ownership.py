@@ -142,7 +142,8 @@ class Ownership:
 
     async def take(self, table_id: str) -> Table | None:
         """Become the owner of ``table_id`` if nobody is: lease, fence at the database, rebuild from the record.
-        ``None`` when another process holds it, the table is not open or in play, or this process is stopping.
+        ``None`` when another process holds it, the table is not open or in play, this process is stopping, or the
+        table was dropped here again before the take finished (a failed write: ``drop``).
         A take of the same table under way here (the sweep's) is waited for."""
         with self._take_lock(table_id) as lock:
             async with asyncio.timeout(self.settings.lease_ms * 2 / 1000.0):  # never stuck: the next try will do
@@ -152,7 +153,7 @@ class Ownership:
     async def take_many(self, table_ids: list[str]) -> dict[str, Table]:
         """:meth:`take` of every table of ``table_ids`` nobody owns, together (:data:`TAKE_CHUNK` at most: one
         lease script, one database transaction, one load of their records): table id -> the table, for those
-        taken. Tables being taken here already are left to that take."""
+        taken and still live here when it returns. Tables being taken here already are left to that take."""
         with contextlib.ExitStack() as stack:
             free: list[str] = []
             for table_id in table_ids:
@@ -227,7 +228,8 @@ class Ownership:
             log.info("took %d table%s (%s)", len(tables), "" if len(tables) == 1 else "s",
                      ", ".join(f"{t} at epoch {epochs[t]}" for t in list(tables)[:5]) + (
                          ", ..." if len(tables) > 5 else ""))
-        return found | tables
+        # only what is still live here: a table may have been dropped while the take finished (a failed write)
+        return {t: table for t, table in (found | tables).items() if manager.tables.get(t) is table}
 
     def _take_released(self) -> None:
         released, self._released = sorted(self._released), set()
