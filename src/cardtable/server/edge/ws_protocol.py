@@ -221,7 +221,7 @@ class BurstWebSockets(WebSocketsSansIOProtocol):
         await self.writable.wait()
         if self.disconnected:
             raise ClientDisconnected()
-        if not self.handshake_complete or self.close_sent or self.initial_response is not None:
+        if not self._open_for_messages():
             raise RuntimeError("send_texts: the WebSocket is not open for messages")
         self._write_texts(texts)
 
@@ -230,14 +230,17 @@ class BurstWebSockets(WebSocketsSansIOProtocol):
         ``False``, and nothing written, when :meth:`send_texts` would wait or fail (the write buffer full, the client
         gone, the WebSocket not open for messages). Lets a table's owner write its acks and updates in the step
         that made them (``server/table/connections.py``, ``Outbox.flush``)."""
-        if (not self.writable.is_set() or self.disconnected or not self.handshake_complete or self.close_sent
-                or self.initial_response is not None):
+        if not self.writable.is_set() or self.disconnected or not self._open_for_messages():
             return False
         try:
             self._write_texts(texts)
         except ClientDisconnected:
             return False
         return True
+
+    def _open_for_messages(self) -> bool:
+        """The handshake done, no HTTP response sent instead, no close sent."""
+        return self.handshake_complete and not self.close_sent and self.initial_response is None
 
     def _write_texts(self, texts: Sequence[str]) -> None:
         try:
